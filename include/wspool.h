@@ -1,0 +1,303 @@
+/**
+ * \file wspool.h
+ * \brief wspool: a work-stealing thread pool runtime for C.
+ *
+ * One header is the whole public API. Everything named `pool_*` or `POOL_*`
+ * is public; fields named `wsp_*` inside the complete types below are private
+ * storage the runtime owns and must not be touched.
+ *
+ * \section errors Errors
+ * Every function returning `int` returns 0 on success or a positive errno
+ * value (EINVAL, ENOMEM, EAGAIN, ESHUTDOWN, EDEADLK, ...). The library never
+ * prints on a hot path, never calls exit() or abort() on bad input, and a
+ * failed call has no effect unless its documentation says otherwise.
+ *
+ * \section nullpool The NULL pool
+ * Wherever a `pool_t *` is taken, NULL means: the calling worker's pool when
+ * called from a worker thread, otherwise the process-wide default pool
+ * (created on first use, thread-safe, lives until the process exits).
+ */
+#ifndef WSPOOL_H
+#define WSPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(WSPOOL_BUILDING) && defined(__GNUC__)
+#define POOL_API __attribute__((visibility("default")))
+#else
+#define POOL_API
+#endif
+
+/** \defgroup version Version
+ *  @{ */
+#define WSPOOL_VERSION_MAJOR 0
+#define WSPOOL_VERSION_MINOR 1
+#define WSPOOL_VERSION_PATCH 0
+/** @} */
+
+/** \defgroup pool Pools, submission and waiting
+ *  @{ */
+
+/** Largest worker count pool_create() accepts. */
+#define POOL_MAX_THREADS 4096u
+
+/** An opaque pool of worker threads. */
+typedef struct pool pool_t;
+
+/** A task body: called once with the argument given at submission. */
+typedef void (*pool_fn)(void *arg);
+
+/** Where workers are bound (see docs/placement.md). */
+typedef enum pool_bind {
+  POOL_BIND_NONE,   /**< no binding; the OS places threads (default) */
+  POOL_BIND_CORE,   /**< compact: one worker per physical core, filling one
+                         cache/NUMA domain before the next; SMT siblings only
+                         once every core has a worker */
+  POOL_BIND_SPREAD  /**< round-robin over NUMA nodes, then packages, then cores */
+} pool_bind_t;
+
+/** Pool configuration. Fill with pool_config_default(), then override. */
+typedef struct pool_config {
+  /** Worker count; 0 = one per CPU of the process's allowed set
+      (sched_getaffinity, so taskset and cgroup cpusets count). More workers
+      than CPUs is allowed; above POOL_MAX_THREADS is EINVAL. */
+  unsigned threads;
+  /** Binding policy; default POOL_BIND_NONE. */
+  pool_bind_t bind;
+  /** Worker stack size in bytes; 0 = the default (8 MiB). The runtime keeps
+      helping-while-waiting within this stack (see pool_sync()). */
+  size_t stack_size;
+  /** Nonzero: pool_create() fails with ENOTSUP when binding was asked for
+      but is impossible here, instead of starting unbound with a warning. */
+  int bind_strict;
+} pool_config_t;
+
+/**
+ * \brief Fill \p cfg with the defaults.
+ *
+ * Reads `WSPOOL_THREADS` (a count, 0 = automatic) and `WSPOOL_BIND`
+ * (`none|core|spread`). A bad value is reported on stderr naming the variable
+ * and the value, and the default is used. Fields set after this call win.
+ * Does nothing when \p cfg is NULL.
+ */
+POOL_API void pool_config_default(pool_config_t *cfg);
+
+/**
+ * \brief Create a pool and start its workers.
+ * \param out receives the pool; untouched on failure.
+ * \param cfg configuration, or NULL for pool_config_default().
+ * \return 0; EINVAL for a NULL \p out, a thread count above POOL_MAX_THREADS
+ *         or a bad bind value; ENOMEM; EAGAIN when a thread cannot be created
+ *         (threads already started are joined and nothing leaks); ENOTSUP
+ *         when \p cfg->bind_strict is set and binding is impossible.
+ */
+POOL_API int pool_create(pool_t **out, const pool_config_t *cfg);
+
+/**
+ * \brief Drain and destroy a pool.
+ *
+ * Runs everything already submitted, including tasks that running tasks
+ * submit during the drain, then joins the workers and frees all memory.
+ * Submissions from outside the pool after destroy began fail with ESHUTDOWN.
+ * \return 0; EDEADLK when called from one of the pool's own workers (the pool
+ *         stays usable); EINVAL for the default pool, which lives until exit.
+ */
+POOL_API int pool_destroy(pool_t *pool);
+
+/** \brief The process-wide default pool, created on first use (thread-safe).
+ *  \return the pool, or NULL when it could not be created. */
+POOL_API pool_t *pool_default(void);
+
+/** \brief The calling worker's pool, NULL outside any pool. */
+POOL_API pool_t *pool_current(void);
+
+/**
+ * \brief Run `fn(arg)` once on the pool, fire-and-forget.
+ *
+ * From a worker of that pool the task goes on the worker's own deque without
+ * a lock; from any other thread it goes to the pool's global queue.
+ * \return 0; EINVAL for a NULL \p fn; ESHUTDOWN when the pool is being
+ *         destroyed and the caller is not one of its workers; ENOMEM.
+ */
+POOL_API int pool_submit(pool_t *pool, pool_fn fn, void *arg);
+
+/**
+ * \brief Wait until every task submitted so far with pool_submit(), and
+ * everything those tasks submitted, has finished.
+ * \return 0; EDEADLK when called from a worker of that pool; EINVAL when
+ *         there is no pool.
+ */
+POOL_API int pool_wait_idle(pool_t *pool);
+
+/** \brief Worker count of \p pool (NULL: as in \ref nullpool); 0 if none. */
+POOL_API unsigned pool_threads(const pool_t *pool);
+
+/** \brief Index of the calling worker in its pool, -1 outside any pool. */
+POOL_API int pool_worker_id(void);
+
+/** \brief A readable message for an error code; never NULL. */
+POOL_API const char *pool_strerror(int err);
+
+/** @} */
+
+/** \defgroup stats Statistics
+ *  @{ */
+
+/** Per-worker counters. They stay on: each is a private relaxed counter. */
+typedef struct pool_worker_stats {
+  uint64_t tasks;          /**< tasks run */
+  uint64_t local_pops;     /**< tasks taken from the worker's own deque */
+  uint64_t global_pops;    /**< tasks taken from the pool's global queue */
+  uint64_t steals;         /**< tasks stolen from another worker */
+  uint64_t steals_remote;  /**< of those, from a worker on another NUMA node */
+  uint64_t steal_failures; /**< steal attempts that found nothing or lost a race */
+  uint64_t sleeps;         /**< times the worker went to sleep */
+} pool_worker_stats_t;
+
+/**
+ * \brief Read worker \p worker's counters into \p out.
+ * \return 0; EINVAL for a NULL \p out, no pool, or \p worker out of range.
+ */
+POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out);
+
+/** @} */
+
+/** \defgroup forkjoin Fork/join
+ *  @{ */
+
+/**
+ * A spawned task frame, owned by the caller (usually on its stack) from
+ * pool_spawn() until pool_sync() returns. Spawning allocates nothing.
+ */
+typedef struct pool_task {
+  void *wsp_private[8];
+} pool_task_t;
+
+/**
+ * \brief Spawn `fn(arg)` into \p task, to run possibly in parallel.
+ *
+ * From a worker the frame goes on the worker's deque (no lock, no
+ * allocation); from another thread, on the pool's global queue.
+ * Every successful spawn must be matched by one pool_sync() on the same
+ * frame, from the same thread, before the frame's storage goes away.
+ * \return 0; EINVAL for a NULL \p task or \p fn, or no pool; ESHUTDOWN for an
+ *         outside spawn into a pool being destroyed. When the deque cannot
+ *         grow, the task runs inline before pool_spawn() returns (0).
+ */
+POOL_API int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg);
+
+/**
+ * \brief Wait for a spawned task.
+ *
+ * If the task is still in the caller's deque it runs inline (the common,
+ * LIFO case; any order is allowed). If it was stolen, the caller keeps
+ * working while it waits: its own deque, then stealing, first from the thief
+ * that took it. A waiting worker runs other tasks on its own stack only while
+ * more than a quarter of its stack (and at least 64 KiB) is left; past that
+ * it waits without helping, so deep or wide trees cannot overflow it.
+ * From a thread outside the pool: runs the task itself if no worker has taken
+ * it yet, else blocks.
+ * \return 0; EINVAL for a NULL \p task or a frame that was not spawned.
+ */
+POOL_API int pool_sync(pool_task_t *task);
+
+/**
+ * \brief Run `a(a_arg)` and `b(b_arg)`, possibly in parallel; return when
+ * both have finished.
+ * \return 0; EINVAL for a NULL function or no pool.
+ */
+POOL_API int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg);
+
+/** A task group: any number of children, wait for all. */
+typedef struct pool_group {
+  void *wsp_private[4];
+} pool_group_t;
+
+/** \brief Initialise a group on \p pool. \return 0; EINVAL for NULL \p g or no pool. */
+POOL_API int pool_group_init(pool_group_t *g, pool_t *pool);
+
+/**
+ * \brief Spawn a child into the group. Child storage comes from per-worker
+ * free lists, so the steady state does no malloc per spawn.
+ * \return 0; EINVAL for NULL \p g or \p fn, or an uninitialised group;
+ *         ENOMEM; ESHUTDOWN for an outside spawn into a pool being destroyed.
+ */
+POOL_API int pool_group_spawn(pool_group_t *g, pool_fn fn, void *arg);
+
+/**
+ * \brief Wait for every child spawned so far; helps like pool_sync().
+ * The group may be reused afterwards.
+ * \return 0; EINVAL for NULL \p g or an uninitialised group.
+ */
+POOL_API int pool_group_wait(pool_group_t *g);
+
+/** @} */
+
+/** \defgroup parfor Parallel loops
+ *  @{ */
+
+/** A loop body: handles the items [begin, end). */
+typedef void (*pool_range_fn)(size_t begin, size_t end, void *ctx);
+
+/**
+ * \brief Call \p body on disjoint subranges covering [begin, end) exactly once.
+ *
+ * \p grain is the smallest chunk handed to \p body (0 = automatic). Returns
+ * when all of it has run. Works from outside the pool and from inside tasks
+ * (nested), on any pool. Ranges up to SIZE_MAX - 1 items.
+ * \return 0 (also for begin == end, without calling \p body); EINVAL for
+ *         begin > end, a NULL \p body, or no pool; ENOMEM; ESHUTDOWN from
+ *         outside a pool being destroyed.
+ */
+POOL_API int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain,
+                               pool_range_fn body, void *ctx);
+
+/** Accumulate the items [begin, end) into \p acc (which starts as the identity). */
+typedef void (*pool_reduce_body_fn)(size_t begin, size_t end, void *acc, void *ctx);
+/** Combine: `into = into (op) from`, where \p into holds the items before \p from's. */
+typedef void (*pool_combine_fn)(void *into, const void *from, void *ctx);
+
+/** A parallel reduction. The combine must be associative; it need not be
+ *  commutative: partial results are always combined in index order. */
+typedef struct pool_reducer {
+  size_t size;              /**< bytes of one accumulator (> 0) */
+  const void *identity;     /**< accumulator every partial result starts from */
+  pool_reduce_body_fn body; /**< accumulates a subrange */
+  pool_combine_fn combine;  /**< combines two adjacent partial results */
+  void *ctx;                /**< passed to body and combine */
+  /** Nonzero: the subranges and the combine tree depend only on the range and
+      grain, never on the worker count or the schedule, so floating-point
+      results are bit-for-bit reproducible on any pool. */
+  int deterministic;
+} pool_reducer_t;
+
+/**
+ * \brief Reduce [begin, end) into \p result (which receives the identity for
+ * an empty range).
+ * \return 0; EINVAL for begin > end, a NULL \p r, \p result, body, combine or
+ *         identity, or a zero size; ENOMEM; ESHUTDOWN as pool_parallel_for().
+ */
+POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
+                                  const pool_reducer_t *r, void *result);
+
+/** @} */
+
+/** \defgroup placement Placement
+ *  @{ */
+
+/** \brief OS index of the PU worker \p worker is bound to, -1 when unbound
+ *  or out of range. */
+POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WSPOOL_H */

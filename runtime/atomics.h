@@ -1,0 +1,221 @@
+/* The one place wspool touches atomics. Two backends, chosen by the meson
+ * option `atomics`:
+ *   c11            <stdatomic.h> (default; ThreadSanitizer understands it)
+ *   libatomic_ops  Boehm's libatomic_ops (AO_*), for toolchains without C11
+ *                  atomics; needs a 64-bit AO_t.
+ *
+ * Each atomic type is a struct wrapping one word, so a plain access cannot
+ * happen by accident. Orders are the C11 ones; the libatomic_ops backend maps
+ * each to the AO barrier suffix that gives at least that order
+ * (relaxed -> none, acquire -> _acquire, release -> _release,
+ * acq_rel/seq_cst -> _full, and a seq_cst load/store -> fence + access). */
+#ifndef WS_ATOMICS_H
+#define WS_ATOMICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(WS_ATOMICS_AO)
+#include <atomic_ops.h>
+typedef enum {
+  ws_relaxed,
+  ws_acquire,
+  ws_release,
+  ws_acq_rel,
+  ws_seq_cst
+} ws_order;
+#else
+#include <stdatomic.h>
+typedef enum {
+  ws_relaxed = memory_order_relaxed,
+  ws_acquire = memory_order_acquire,
+  ws_release = memory_order_release,
+  ws_acq_rel = memory_order_acq_rel,
+  ws_seq_cst = memory_order_seq_cst
+} ws_order;
+#endif
+
+#if defined(WS_ATOMICS_AO)
+
+_Static_assert(sizeof(AO_t) == 8, "the libatomic_ops backend needs a 64-bit AO_t");
+
+static inline void ws_fence(ws_order o) {
+  if (o != ws_relaxed) AO_nop_full();
+}
+
+static inline AO_t ws__ao_load(const volatile AO_t *p, ws_order o) {
+  switch (o) {
+  case ws_relaxed: return AO_load(p);
+  case ws_acquire: return AO_load_acquire(p);
+  default: return AO_load_full(p);
+  }
+}
+static inline void ws__ao_store(volatile AO_t *p, AO_t v, ws_order o) {
+  switch (o) {
+  case ws_relaxed: AO_store(p, v); break;
+  case ws_release: AO_store_release(p, v); break;
+  default: AO_store_full(p, v); break;
+  }
+}
+static inline AO_t ws__ao_faa(volatile AO_t *p, AO_t v, ws_order o) {
+  switch (o) {
+  case ws_relaxed: return AO_fetch_and_add(p, v);
+  case ws_acquire: return AO_fetch_and_add_acquire(p, v);
+  case ws_release: return AO_fetch_and_add_release(p, v);
+  default: return AO_fetch_and_add_full(p, v);
+  }
+}
+/* A failed CAS only loads, so the failure order is implied by the success
+ * order here; AO's _full CAS is a full barrier either way. */
+static inline bool ws__ao_cas(volatile AO_t *p, AO_t *expected, AO_t desired, ws_order o) {
+  AO_t seen;
+  switch (o) {
+  case ws_relaxed: seen = AO_fetch_compare_and_swap(p, *expected, desired); break;
+  case ws_acquire: seen = AO_fetch_compare_and_swap_acquire(p, *expected, desired); break;
+  case ws_release: seen = AO_fetch_compare_and_swap_release(p, *expected, desired); break;
+  default: seen = AO_fetch_compare_and_swap_full(p, *expected, desired); break;
+  }
+  if (seen == *expected) return true;
+  *expected = seen;
+  return false;
+}
+static inline AO_t ws__ao_xchg(volatile AO_t *p, AO_t v, ws_order o) {
+  AO_t cur = ws__ao_load(p, ws_relaxed);
+  while (!ws__ao_cas(p, &cur, v, o == ws_relaxed ? ws_acq_rel : o)) {
+  }
+  return cur;
+}
+
+static inline unsigned ws__ao_load32(const volatile unsigned *p, ws_order o) {
+  switch (o) {
+  case ws_relaxed: return AO_int_load(p);
+  case ws_acquire: return AO_int_load_acquire(p);
+  default: return AO_int_load_full(p);
+  }
+}
+static inline void ws__ao_store32(volatile unsigned *p, unsigned v, ws_order o) {
+  switch (o) {
+  case ws_relaxed: AO_int_store(p, v); break;
+  case ws_release: AO_int_store_release(p, v); break;
+  default: AO_int_store_full(p, v); break;
+  }
+}
+static inline unsigned ws__ao_faa32(volatile unsigned *p, unsigned v, ws_order o) {
+  (void)o;
+  return AO_int_fetch_and_add_full(p, v);
+}
+static inline bool ws__ao_cas32(volatile unsigned *p, unsigned *expected, unsigned desired, ws_order o) {
+  (void)o;
+  unsigned seen = AO_int_fetch_compare_and_swap_full(p, *expected, desired);
+  if (seen == *expected) return true;
+  *expected = seen;
+  return false;
+}
+static inline unsigned ws__ao_xchg32(volatile unsigned *p, unsigned v, ws_order o) {
+  unsigned cur = ws__ao_load32(p, ws_relaxed);
+  while (!ws__ao_cas32(p, &cur, v, o)) {
+  }
+  return cur;
+}
+
+/* WS_ATOMIC_WORD(name, T): a 64-bit atomic holding a T, stored as AO_t. */
+#define WS_ATOMIC_WORD(name, T)                                                                  \
+  typedef struct { volatile AO_t v; } name;                                                      \
+  static inline T name##_load(const name *a, ws_order o) { return (T)ws__ao_load(&a->v, o); }    \
+  static inline void name##_store(name *a, T x, ws_order o) { ws__ao_store(&a->v, (AO_t)x, o); } \
+  static inline T name##_xchg(name *a, T x, ws_order o) { return (T)ws__ao_xchg(&a->v, (AO_t)x, o); } \
+  static inline bool name##_cas(name *a, T *exp, T des, ws_order o) {                            \
+    AO_t e = (AO_t)*exp;                                                                         \
+    bool ok = ws__ao_cas(&a->v, &e, (AO_t)des, o);                                               \
+    *exp = (T)e;                                                                                 \
+    return ok;                                                                                   \
+  }
+#define WS_ATOMIC_ARITH(name, T) \
+  static inline T name##_fetch_add(name *a, T x, ws_order o) { return (T)ws__ao_faa(&a->v, (AO_t)x, o); }
+
+WS_ATOMIC_WORD(ws_i64, int64_t)
+WS_ATOMIC_ARITH(ws_i64, int64_t)
+WS_ATOMIC_WORD(ws_u64, uint64_t)
+WS_ATOMIC_ARITH(ws_u64, uint64_t)
+WS_ATOMIC_WORD(ws_size, size_t)
+WS_ATOMIC_ARITH(ws_size, size_t)
+WS_ATOMIC_WORD(ws_ptr, void *)
+
+typedef struct { volatile unsigned v; } ws_u32;
+static inline uint32_t ws_u32_load(const ws_u32 *a, ws_order o) { return ws__ao_load32(&a->v, o); }
+static inline void ws_u32_store(ws_u32 *a, uint32_t x, ws_order o) { ws__ao_store32(&a->v, x, o); }
+static inline uint32_t ws_u32_fetch_add(ws_u32 *a, uint32_t x, ws_order o) { return ws__ao_faa32(&a->v, x, o); }
+static inline uint32_t ws_u32_xchg(ws_u32 *a, uint32_t x, ws_order o) { return ws__ao_xchg32(&a->v, x, o); }
+static inline bool ws_u32_cas(ws_u32 *a, uint32_t *exp, uint32_t des, ws_order o) {
+  unsigned e = *exp;
+  bool ok = ws__ao_cas32(&a->v, &e, des, o);
+  *exp = e;
+  return ok;
+}
+/* The futex word: the kernel reads the plain 32-bit value. */
+static inline volatile uint32_t *ws_u32_addr(ws_u32 *a) { return (volatile uint32_t *)&a->v; }
+
+#else /* C11 */
+
+static inline void ws_fence(ws_order o) { atomic_thread_fence((memory_order)o); }
+
+/* Failure order of a CAS: the strongest one allowed for the success order
+ * (C11 forbids release/acq_rel as failure orders). */
+static inline memory_order ws__fail_order(ws_order o) {
+  switch (o) {
+  case ws_seq_cst: return memory_order_seq_cst;
+  case ws_acq_rel:
+  case ws_acquire: return memory_order_acquire;
+  default: return memory_order_relaxed;
+  }
+}
+
+#define WS_ATOMIC_WORD(name, T)                                                                \
+  typedef struct { _Atomic(T) v; } name;                                                       \
+  static inline T name##_load(const name *a, ws_order o) {                                     \
+    return atomic_load_explicit((_Atomic(T) *)&a->v, (memory_order)o);                         \
+  }                                                                                            \
+  static inline void name##_store(name *a, T x, ws_order o) {                                  \
+    atomic_store_explicit(&a->v, x, (memory_order)o);                                          \
+  }                                                                                            \
+  static inline T name##_xchg(name *a, T x, ws_order o) {                                      \
+    return atomic_exchange_explicit(&a->v, x, (memory_order)o);                                \
+  }                                                                                            \
+  static inline bool name##_cas(name *a, T *exp, T des, ws_order o) {                          \
+    return atomic_compare_exchange_strong_explicit(&a->v, exp, des, (memory_order)o,           \
+                                                   ws__fail_order(o));                         \
+  }
+#define WS_ATOMIC_ARITH(name, T)                                                               \
+  static inline T name##_fetch_add(name *a, T x, ws_order o) {                                 \
+    return atomic_fetch_add_explicit(&a->v, x, (memory_order)o);                               \
+  }
+
+WS_ATOMIC_WORD(ws_i64, int64_t)
+WS_ATOMIC_ARITH(ws_i64, int64_t)
+WS_ATOMIC_WORD(ws_u64, uint64_t)
+WS_ATOMIC_ARITH(ws_u64, uint64_t)
+WS_ATOMIC_WORD(ws_size, size_t)
+WS_ATOMIC_ARITH(ws_size, size_t)
+WS_ATOMIC_WORD(ws_ptr, void *)
+WS_ATOMIC_WORD(ws_u32, uint32_t)
+WS_ATOMIC_ARITH(ws_u32, uint32_t)
+
+_Static_assert(sizeof(ws_u32) == 4, "the futex word must be a plain 32-bit integer");
+static inline volatile uint32_t *ws_u32_addr(ws_u32 *a) { return (volatile uint32_t *)&a->v; }
+
+#endif
+
+/* A counter with a single writer (its worker) and any number of readers:
+ * a relaxed load + relaxed store, no locked instruction. Relaxed is enough
+ * because readers only want some recent value, never ordering with other
+ * data. */
+static inline void ws_counter_add(ws_u64 *c, uint64_t n) {
+  ws_u64_store(c, ws_u64_load(c, ws_relaxed) + n, ws_relaxed);
+}
+
+/* Keep hot shared words on their own cache line. */
+#define WS_CACHELINE 64
+#define WS_ALIGNED _Alignas(WS_CACHELINE)
+
+#endif /* WS_ATOMICS_H */

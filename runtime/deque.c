@@ -1,0 +1,55 @@
+/* Growth and lifetime of the work-stealing deque; the hot operations are
+ * inline in deque.h, where the algorithm and its memory orders are argued. */
+#include "deque.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static ws_array *array_new(int64_t size) {
+  ws_array *a = malloc(sizeof(ws_array) + (size_t)size * sizeof(ws_ptr));
+  if (!a) return NULL;
+  a->mask = size - 1;
+  a->retired = NULL;
+  for (int64_t i = 0; i < size; i++) ws_ptr_store(&a->slot[i], NULL, ws_relaxed);
+  return a;
+}
+
+int ws_deque_init(ws_deque *d, unsigned log_size) {
+  ws_array *a = array_new((int64_t)1 << log_size);
+  if (!a) return ENOMEM;
+  ws_i64_store(&d->top, 0, ws_relaxed);
+  ws_i64_store(&d->bottom, 0, ws_relaxed);
+  ws_ptr_store(&d->array, a, ws_relaxed);
+  d->retired = NULL;
+  return 0;
+}
+
+int ws_deque_grow(ws_deque *d, int64_t top, int64_t bottom) {
+  ws_array *old = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
+  int64_t size = (old->mask + 1) * 2;
+  if (size > ((int64_t)1 << 40)) return ENOMEM;
+  ws_array *a = array_new(size);
+  if (!a) return ENOMEM;
+  /* Items between top and bottom keep their indices; a thief that still
+   * reads the old array finds the same task at the same index. Relaxed
+   * copies: the release store of the new array publishes them. */
+  for (int64_t i = top; i < bottom; i++)
+    ws_ptr_store(&a->slot[i & a->mask], ws_ptr_load(&old->slot[i & old->mask], ws_relaxed),
+                 ws_relaxed);
+  ws_ptr_store(&d->array, a, ws_release);
+  old->retired = d->retired;
+  d->retired = old;
+  return 0;
+}
+
+void ws_deque_destroy(ws_deque *d) {
+  ws_array *a = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
+  free(a);
+  for (ws_array *r = d->retired; r;) {
+    ws_array *next = r->retired;
+    free(r);
+    r = next;
+  }
+  d->retired = NULL;
+  ws_ptr_store(&d->array, NULL, ws_relaxed);
+}

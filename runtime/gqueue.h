@@ -1,0 +1,51 @@
+/* The pool's global queue: where work submitted from outside the pool goes
+ * (Duffy's "global queue protected by a global lock", seed 004). FIFO, a
+ * growable ring under one mutex. Workers look here after their own deque and
+ * before stealing. `size_hint` lets a worker skip the lock when the queue is
+ * empty; it is written under the lock and read without it. */
+#ifndef WS_GQUEUE_H
+#define WS_GQUEUE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <wspool.h>
+
+#include "atomics.h"
+#include "task.h"
+
+/* An entry: either a runtime task (task != NULL) or a plain fn(arg) submitted
+ * from outside, stored by value so an outside submit allocates nothing. A
+ * removed entry is a tombstone: task == NULL and fn == NULL. */
+typedef struct ws_gitem {
+  ws_task *task;
+  pool_fn fn;
+  void *arg;
+} ws_gitem;
+
+typedef struct ws_gqueue {
+  pthread_mutex_t lock;
+  ws_gitem *ring;
+  size_t cap, head, count; /* under lock */
+  bool closed;             /* under lock */
+  WS_ALIGNED ws_i64 size_hint;
+} ws_gqueue;
+
+int ws_gqueue_init(ws_gqueue *q);
+void ws_gqueue_destroy(ws_gqueue *q);
+/* 0, ENOMEM, or ESHUTDOWN when the queue is closed and `refuse_closed`. */
+int ws_gqueue_push(ws_gqueue *q, const ws_gitem *item, bool refuse_closed);
+/* Takes the oldest live entry; false when empty. */
+bool ws_gqueue_pop(ws_gqueue *q, ws_gitem *out);
+/* Turns the entry holding `task` into a tombstone; false if no worker
+ * left it there (it was taken). */
+bool ws_gqueue_remove(ws_gqueue *q, const ws_task *task);
+/* From now on pushes with refuse_closed fail with ESHUTDOWN. */
+void ws_gqueue_close(ws_gqueue *q);
+
+static inline bool ws_gqueue_maybe_nonempty(ws_gqueue *q) {
+  /* Relaxed: a miss is covered by the sleep protocol (a producer's seq_cst
+   * fence after the push pairs with the sleeper's fence before it looks). */
+  return ws_i64_load(&q->size_hint, ws_relaxed) > 0;
+}
+
+#endif /* WS_GQUEUE_H */

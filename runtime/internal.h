@@ -1,0 +1,150 @@
+/* Internal structures shared by the runtime's files. Nothing here is API. */
+#ifndef WS_INTERNAL_H
+#define WS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <wspool.h>
+
+#include "atomics.h"
+#include "deque.h"
+#include "gqueue.h"
+#include "nodes.h"
+#include "sleep.h"
+#include "task.h"
+
+#define WS_HIDDEN __attribute__((visibility("hidden")))
+
+typedef struct ws_stats {
+  ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
+} ws_stats;
+
+typedef struct ws_worker {
+  ws_deque dq; /* first: its own cache lines */
+  /* Lazy publication of spawned frames (forkjoin.c): frames newer than
+   * everything in `dq`, not yet visible to thieves. Owner only. */
+  ws_task **priv;
+  size_t priv_lo, priv_hi, priv_cap;
+  /* Set by a thief that found `dq` empty: publish at the next spawn. */
+  WS_ALIGNED ws_u32 hungry;
+  struct pool *pool;
+  unsigned id;
+  int cpu;       /* bound PU (OS index) or -1 */
+  int numa;      /* NUMA node of that PU, or -1 */
+  uint64_t rng;  /* xorshift state for victim choice */
+  /* Victims ordered nearest first; level_end[k] is one past the last victim
+   * of distance level k. Random start within each level. */
+  unsigned *victims;
+  unsigned nvictims;
+  unsigned level_end[4];
+  unsigned nlevels;
+  char *stack_lo;      /* lowest address of this worker's stack */
+  size_t help_reserve; /* help while waiting only with more stack than this */
+  ws_node_cache nodes;
+  ws_stats stats;
+  pthread_t thread;
+  bool started;
+  void *mem;           /* allocation backing this struct (see placement) */
+  size_t mem_size;
+} ws_worker;
+
+struct pool {
+  ws_gqueue gq;
+  ws_sleep sleep;
+  ws_event ext;                 /* outside waiters */
+  WS_ALIGNED ws_i64 pending;    /* pool_submit tasks not yet finished */
+  ws_u32 stop;                  /* workers exit once they find no work */
+  unsigned nthreads;
+  ws_worker **workers;
+  pool_config_t cfg;
+  bool is_default;
+  struct ws_placement *placement;
+};
+
+/* The calling thread's worker, NULL outside every pool. Initial-exec TLS:
+ * one instruction on x86-64, and the library is linked, not dlopen'ed late. */
+extern __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
+
+static inline ws_worker *ws_self(void) { return ws__self; }
+
+/* NULL pool -> the caller's pool, else the default pool (may be NULL). */
+struct pool *ws_resolve(struct pool *p);
+
+/* Makes work published by a worker or from outside visible to sleepers:
+ * `size_before` is what ws_deque_push reported. */
+static inline void ws_after_push(struct pool *p, int64_t size_before) {
+  if (size_before <= 0)
+    ws_sleep_notify(&p->sleep);
+  else
+    ws_sleep_notify_if_sleepers(&p->sleep);
+}
+
+/* Move the oldest `n` private frames to the public deque (forkjoin.c). */
+void ws_publish(ws_worker *w, size_t n);
+
+/* Push a task on w's deque and tell sleepers. ENOMEM if the deque can't grow.
+ * Private frames are newer than every public task, so they are published
+ * first: the deque keeps the order the owner created its work in. */
+static inline int ws_push(ws_worker *w, ws_task *t) {
+  if (w->priv_hi != w->priv_lo) ws_publish(w, w->priv_hi - w->priv_lo);
+  int64_t before;
+  int rc = ws_deque_push(&w->dq, t, &before);
+  if (rc == 0) ws_after_push(w->pool, before);
+  return rc;
+}
+
+/* Put a runtime task on the pool's global queue (outside threads). */
+int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed);
+
+static inline void ws_run(ws_worker *w, ws_task *t) {
+  t->exec(t, w);
+  if (w) ws_counter_add(&w->stats.tasks, 1);
+}
+
+/* One look for work: own deque, global queue, then one round of steals,
+ * `hint` first when given. NULL when nothing was found. */
+ws_task *ws_find_work(ws_worker *w, ws_worker *hint);
+
+/* True while the worker may run other tasks on its stack while waiting. */
+static inline bool ws_may_help(const ws_worker *w) {
+  char here;
+  return (size_t)(&here - w->stack_lo) > w->help_reserve;
+}
+
+/* Wait, helping, until *word == value / *count == 0 (read with acquire).
+ * Worker threads only. `hint` is a worker to steal from first, or NULL. */
+void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint);
+void ws_help_until_zero(ws_worker *w, ws_i64 *count);
+/* Outside threads: block on the pool's event until the condition holds.
+ * The finisher must make it true with a seq_cst store/RMW and then call
+ * ws_event_notify(&pool->ext). */
+void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value);
+void ws_block_until_zero(struct pool *p, ws_i64 *count);
+
+/* A pool_submit task finished (or failed to enqueue). */
+static inline void ws_pending_done(struct pool *p) {
+  if (ws_i64_fetch_add(&p->pending, -1, ws_seq_cst) == 1) ws_event_notify(&p->ext);
+}
+
+/* Placement (placement.c; docs/design.md "Placement").
+ * plan: decide each worker's PU and NUMA node (before workers exist, so
+ *       their memory can be allocated on their node); ENOTSUP when binding
+ *       was asked, is impossible and bind_strict is set.
+ * worker: fill w->cpu (planned PU or -1), w->numa and the victim order.
+ * bind: bind the started thread of w; 0 or an errno value. */
+struct ws_placement;
+int ws_placement_plan(struct pool *p);
+int ws_placement_worker(struct pool *p, ws_worker *w);
+int ws_placement_bind(struct pool *p, ws_worker *w);
+void ws_placement_free(struct pool *p);
+void *ws_placement_alloc(struct pool *p, unsigned worker, size_t size);
+void ws_placement_dealloc(struct pool *p, void *mem, size_t size);
+
+/* WSPOOL_STATS=1: the per-worker table on stderr (stats.c). */
+void ws_stats_report(struct pool *p);
+
+/* Environment (config.c). */
+int ws_env_flag(const char *name);
+
+#endif /* WS_INTERNAL_H */

@@ -1,0 +1,72 @@
+/* Per-worker node free lists; see nodes.h. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Beyond this many private nodes a worker frees instead of caching. */
+enum { CACHE_MAX = 1 << 16 };
+
+void ws_nodes_init(ws_node_cache *c) {
+  c->local = NULL;
+  c->nlocal = 0;
+  ws_ptr_store(&c->remote, NULL, ws_relaxed);
+}
+
+static void free_list(ws_node *n) {
+  while (n) {
+    ws_node *next = n->next;
+    free(n);
+    n = next;
+  }
+}
+
+void ws_nodes_destroy(ws_node_cache *c) {
+  free_list(c->local);
+  free_list((ws_node *)ws_ptr_xchg(&c->remote, NULL, ws_acquire));
+  c->local = NULL;
+  c->nlocal = 0;
+}
+
+ws_node *ws_node_alloc(ws_worker *w) {
+  if (w) {
+    ws_node_cache *c = &w->nodes;
+    if (!c->local && ws_ptr_load(&c->remote, ws_relaxed)) {
+      /* Acquire: pairs with the pushers' release CAS, so their writes of
+       * `next` (and of the node's last use) are visible. */
+      c->local = (ws_node *)ws_ptr_xchg(&c->remote, NULL, ws_acquire);
+      c->nlocal = 0; /* unknown length; only a bound on caching */
+    }
+    ws_node *n = c->local;
+    if (n) {
+      c->local = n->next;
+      if (c->nlocal) c->nlocal--;
+      return n;
+    }
+  }
+  ws_node *n = malloc(sizeof(ws_node));
+  if (n) n->home = w;
+  return n;
+}
+
+void ws_node_free(ws_node *n, ws_worker *self) {
+  ws_worker *home = n->home;
+  if (!home) {
+    free(n);
+  } else if (home == self) {
+    if (self->nodes.nlocal >= CACHE_MAX) {
+      free(n);
+      return;
+    }
+    n->next = self->nodes.local;
+    self->nodes.local = n;
+    self->nodes.nlocal++;
+  } else {
+    /* Release: the node's contents and `next` are published to the owner's
+     * acquiring exchange. No ABA: the owner never pops a single node, it
+     * takes the whole stack. */
+    ws_node *head = (ws_node *)ws_ptr_load(&home->nodes.remote, ws_relaxed);
+    do {
+      n->next = head;
+    } while (!ws_ptr_cas(&home->nodes.remote, (void **)&head, n, ws_release));
+  }
+}

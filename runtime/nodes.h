@@ -1,0 +1,37 @@
+/* Small fixed-size task nodes (submitted-from-a-worker tasks, group
+ * children) from per-worker free lists, as mimalloc does with pages: each
+ * worker has a private free list and a lock-free "remote" stack that other
+ * threads push freed nodes onto. The owner takes the whole remote stack with
+ * one exchange when its private list runs dry, so a node always goes home
+ * and the steady state does no malloc even when thieves run the tasks. */
+#ifndef WS_NODES_H
+#define WS_NODES_H
+
+#include <stddef.h>
+
+#include "atomics.h"
+
+struct ws_worker;
+
+#define WS_NODE_SIZE 64
+
+typedef struct ws_node {
+  struct ws_node *next;   /* free-list link */
+  struct ws_worker *home; /* whose cache it returns to; NULL: malloc'ed */
+  _Alignas(16) unsigned char payload[WS_NODE_SIZE - 16];
+} ws_node;
+
+typedef struct ws_node_cache {
+  ws_node *local; /* owner only */
+  size_t nlocal;
+  WS_ALIGNED ws_ptr remote; /* Treiber stack: others push, owner takes all */
+} ws_node_cache;
+
+void ws_nodes_init(ws_node_cache *c);
+void ws_nodes_destroy(ws_node_cache *c);
+/* A node for worker `w` (NULL: an outside thread, plain malloc). */
+ws_node *ws_node_alloc(struct ws_worker *w);
+/* Return a node from any thread; `self` is the calling worker or NULL. */
+void ws_node_free(ws_node *n, struct ws_worker *self);
+
+#endif /* WS_NODES_H */

@@ -1,0 +1,139 @@
+/* Futex wrappers and the two wait protocols described in sleep.h. */
+#include "sleep.h"
+
+#include <limits.h>
+
+#if defined(__linux__) && !defined(WS_NO_FUTEX)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void ws_futex_wait(ws_u32 *word, uint32_t expected) {
+  /* Returns at once (EAGAIN) if the word no longer holds `expected`; may
+   * return spuriously (EINTR): every caller re-checks in a loop. */
+  syscall(SYS_futex, ws_u32_addr(word), FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void ws_futex_wake(ws_u32 *word, int n) {
+  syscall(SYS_futex, ws_u32_addr(word), FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+#else
+#include <pthread.h>
+#include <stdint.h>
+
+/* Portable fallback: a parking lot of mutex+condvar buckets hashed by
+ * address. The value check happens under the bucket lock and wakers change
+ * the word before taking it, so a wake cannot slip between check and sleep.
+ * Buckets are global, so waking an address whose object is gone touches only
+ * the bucket, never the object. */
+enum { NBUCKETS = 64 };
+static struct bucket {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+} buckets[NBUCKETS];
+static pthread_once_t buckets_once = PTHREAD_ONCE_INIT;
+
+static void buckets_init(void) {
+  for (int i = 0; i < NBUCKETS; i++) {
+    pthread_mutex_init(&buckets[i].m, NULL);
+    pthread_cond_init(&buckets[i].c, NULL);
+  }
+}
+
+static struct bucket *bucket_of(ws_u32 *word) {
+  pthread_once(&buckets_once, buckets_init);
+  uintptr_t a = (uintptr_t)word;
+  return &buckets[(a >> 6 ^ a >> 12) % NBUCKETS];
+}
+
+void ws_futex_wait(ws_u32 *word, uint32_t expected) {
+  struct bucket *b = bucket_of(word);
+  pthread_mutex_lock(&b->m);
+  if (ws_u32_load(word, ws_seq_cst) == expected) pthread_cond_wait(&b->c, &b->m);
+  pthread_mutex_unlock(&b->m);
+}
+
+void ws_futex_wake(ws_u32 *word, int n) {
+  (void)n; /* a bucket is shared by several words: wake them all */
+  struct bucket *b = bucket_of(word);
+  pthread_mutex_lock(&b->m);
+  pthread_cond_broadcast(&b->c);
+  pthread_mutex_unlock(&b->m);
+}
+#endif
+
+void ws_sleep_init(ws_sleep *s) {
+  ws_u32_store(&s->epoch, 0, ws_relaxed);
+  ws_u32_store(&s->sleepers, 0, ws_relaxed);
+  ws_u32_store(&s->waking, 0, ws_relaxed);
+}
+
+void ws_sleep_notify(ws_sleep *s) {
+  /* Orders the caller's publication of work (a deque or queue store) before
+   * the load of `sleepers`; pairs with the seq_cst RMW in ws_sleep_prepare. */
+  ws_fence(ws_seq_cst);
+  if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
+  uint32_t idle = 0;
+  if (!ws_u32_cas(&s->waking, &idle, 1, ws_seq_cst)) return; /* a wake is in flight */
+  /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
+   * the work published before it. */
+  ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
+  ws_futex_wake(&s->epoch, 1);
+  /* `waking` stays 1 until some thread clears it and then looks everywhere
+   * (ws_sleep_prepare, ws_sleep_commit). Every sleeper this producer counted
+   * does one of those after the epoch changed: it is woken, or its
+   * futex_wait fails on the new epoch, or it registered late enough to clear
+   * `waking` itself in ws_sleep_prepare. So the flag cannot stick. */
+}
+
+uint32_t ws_sleep_prepare(ws_sleep *s) {
+  ws_u32_fetch_add(&s->sleepers, 1, ws_seq_cst);
+  uint32_t e = ws_u32_load(&s->epoch, ws_seq_cst);
+  /* Any thread that clears `waking` and then looks everywhere keeps the
+   * promise a skipped producer relied on (see ws_sleep_notify); clearing it
+   * here means a wake can never be left "in flight" by a sleeper that read
+   * the new epoch, found the work itself and cancelled. */
+  ws_u32_store(&s->waking, 0, ws_seq_cst);
+  /* The caller's last look at the queues must come after the registration:
+   * the seq_cst fence pairs with the producer's fence in ws_sleep_notify. */
+  ws_fence(ws_seq_cst);
+  return e;
+}
+
+void ws_sleep_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst); }
+
+void ws_sleep_commit(ws_sleep *s, uint32_t epoch) {
+  ws_futex_wait(&s->epoch, epoch);
+  ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst);
+  /* We consumed a wake (or left on a changed epoch, or spuriously): let the
+   * next producer wake someone. The caller looks everywhere after this. */
+  ws_u32_store(&s->waking, 0, ws_seq_cst);
+}
+
+void ws_sleep_chain(ws_sleep *s) { ws_sleep_notify(s); }
+
+void ws_sleep_wake_all(ws_sleep *s) {
+  ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
+  ws_futex_wake(&s->epoch, INT_MAX);
+}
+
+void ws_event_init(ws_event *ev) {
+  ws_u32_store(&ev->epoch, 0, ws_relaxed);
+  ws_u32_store(&ev->waiters, 0, ws_relaxed);
+}
+
+void ws_event_prepare(ws_event *ev) { ws_u32_fetch_add(&ev->waiters, 1, ws_seq_cst); }
+
+void ws_event_wait(ws_event *ev, uint32_t epoch) { ws_futex_wait(&ev->epoch, epoch); }
+
+void ws_event_finish(ws_event *ev) { ws_u32_fetch_add(&ev->waiters, (uint32_t)-1, ws_seq_cst); }
+
+void ws_event_notify(ws_event *ev) {
+  /* Pairs with the seq_cst RMW in ws_event_prepare: either we see the
+   * waiter, or the waiter's check (after its registration) sees our result. */
+  ws_fence(ws_seq_cst);
+  if (ws_u32_load(&ev->waiters, ws_relaxed) == 0) return;
+  ws_u32_fetch_add(&ev->epoch, 1, ws_seq_cst);
+  ws_futex_wake(&ev->epoch, INT_MAX);
+}

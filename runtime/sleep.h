@@ -1,0 +1,74 @@
+/* Sleeping and waking (docs/design.md, "The sleep protocol").
+ *
+ * Workers: an eventcount in the manner of Rayon's jobs-event counter and
+ * TBB's eventcount, plus Go's rule that a woken thread which finds work wakes
+ * the next one (so one wake is in flight at a time: no thundering herd).
+ *
+ *   sleeper                               producer (after publishing work)
+ *   sleepers += 1          (seq_cst)      fence(seq_cst)
+ *   e = epoch              (seq_cst)      if sleepers > 0 and waking 0 -> 1:
+ *   look everywhere for work                  epoch += 1; futex_wake(epoch, 1)
+ *   futex_wait(epoch, e)   sleeps only if epoch is still e
+ *   sleepers -= 1; waking = 0; look again
+ *
+ * The store->load pairs (sleepers then the queues; the work then sleepers)
+ * are separated by seq_cst operations/fences on both sides, so either the
+ * producer sees the sleeper or the sleeper's last look sees the work. A
+ * producer that sees a wake already in flight (waking == 1) skips its own:
+ * the thread that consumes that wake clears `waking` and then looks
+ * everywhere, so it sees this producer's work or someone took it; if it finds
+ * work it wakes the next sleeper (ws_sleep_chain).
+ *
+ * Outside waiters (pool_wait_idle, sync/group/parallel_for from a non-worker
+ * thread) use a simpler broadcast event on the pool, whose lifetime covers
+ * every waiter: the finisher's last touch of the awaited object is the store
+ * that completes it, so the object may live on the waiter's stack. */
+#ifndef WS_SLEEP_H
+#define WS_SLEEP_H
+
+#include "atomics.h"
+
+/* Futex on Linux; elsewhere a hashed table of mutex+condvar pairs. Both
+ * tolerate a wake on an address nobody waits on any more. */
+void ws_futex_wait(ws_u32 *word, uint32_t expected);
+void ws_futex_wake(ws_u32 *word, int n);
+
+typedef struct ws_sleep {
+  WS_ALIGNED ws_u32 epoch; /* the futex word */
+  ws_u32 sleepers;         /* registered sleepers */
+  ws_u32 waking;           /* 1 while a wake is in flight */
+} ws_sleep;
+
+void ws_sleep_init(ws_sleep *s);
+/* Producer side, after the work is visible. */
+void ws_sleep_notify(ws_sleep *s);
+/* The cheap check for pushes onto a non-empty deque (see pool_spawn). */
+static inline void ws_sleep_notify_if_sleepers(ws_sleep *s) {
+  /* Relaxed: an optimisation only. A push onto an empty deque uses the
+   * fenced ws_sleep_notify, which is what cannot miss a sleeper. */
+  if (ws_u32_load(&s->sleepers, ws_relaxed) != 0) ws_sleep_notify(s);
+}
+/* Sleeper side: register, look again (caller), then commit or cancel. */
+uint32_t ws_sleep_prepare(ws_sleep *s);
+void ws_sleep_cancel(ws_sleep *s);
+void ws_sleep_commit(ws_sleep *s, uint32_t epoch);
+/* A thread that consumed a wake and found work passes the wake on. */
+void ws_sleep_chain(ws_sleep *s);
+/* Wake every sleeper (shutdown). */
+void ws_sleep_wake_all(ws_sleep *s);
+
+typedef struct ws_event {
+  WS_ALIGNED ws_u32 epoch;
+  ws_u32 waiters;
+} ws_event;
+
+void ws_event_init(ws_event *ev);
+/* Waiter: prepare; loop { e = ws_event_epoch; if (done) break; wait(e) }; finish. */
+void ws_event_prepare(ws_event *ev);
+static inline uint32_t ws_event_epoch(ws_event *ev) { return ws_u32_load(&ev->epoch, ws_seq_cst); }
+void ws_event_wait(ws_event *ev, uint32_t epoch);
+void ws_event_finish(ws_event *ev);
+/* Finisher, after the seq_cst store/RMW that makes a waiter's condition true. */
+void ws_event_notify(ws_event *ev);
+
+#endif /* WS_SLEEP_H */

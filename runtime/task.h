@@ -1,0 +1,17 @@
+/* The task header every schedulable object starts with. A deque slot or a
+ * global-queue entry holds a pointer to one; `exec` says what kind it is
+ * (a submitted function, a fork/join frame, a group child, a range). */
+#ifndef WS_TASK_H
+#define WS_TASK_H
+
+struct ws_worker;
+typedef struct ws_task ws_task;
+
+/* Runs the task on worker `w` (NULL when an outside thread runs it). */
+typedef void (*ws_exec_fn)(ws_task *task, struct ws_worker *w);
+
+struct ws_task {
+  ws_exec_fn exec;
+};
+
+#endif /* WS_TASK_H */

@@ -1,0 +1,249 @@
+/* The worker: its search order, its idle and sleep path, and the helping
+ * and blocking waits every other mechanism builds on.
+ *
+ * Search order (seed 004, Duffy; seed 002, Blumofe-Leiserson):
+ *   1. own deque, LIFO end (no lock; hot in cache)
+ *   2. the global queue (a lock, but only when its hint says non-empty)
+ *   3. steal, FIFO end, from victims in random order, nearest level first
+ * An idle worker repeats this with sched_yield() between failed rounds
+ * (seed 002's multiprogramming variant) before it sleeps (sleep.h). */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+__thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
+
+/* Failed rounds before an idle worker sleeps: ~tens of microseconds of
+ * polling, short enough that an idle pool costs nothing measurable. */
+enum { SPIN_ROUNDS = 64 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static inline uint32_t next_rand(ws_worker *w) {
+  uint64_t x = w->rng;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  w->rng = x;
+  return (uint32_t)(x >> 32);
+}
+
+/* A plain fn(arg) from the global queue runs through this per-call task. */
+typedef struct plain_task {
+  ws_task hdr;
+  pool_fn fn;
+  void *arg;
+  struct pool *pool;
+} plain_task;
+
+static void plain_exec(ws_task *t, ws_worker *w) {
+  (void)w;
+  plain_task *pt = (plain_task *)t;
+  struct pool *p = pt->pool;
+  pool_fn fn = pt->fn;
+  void *arg = pt->arg;
+  ws_node_free((ws_node *)((char *)pt - offsetof(ws_node, payload)), w);
+  fn(arg);
+  ws_pending_done(p);
+}
+
+static ws_task *from_global(ws_worker *w) {
+  ws_gitem it;
+  if (!ws_gqueue_pop(&w->pool->gq, &it)) return NULL;
+  ws_counter_add(&w->stats.global_pops, 1);
+  if (it.task) return it.task;
+  ws_node *n = ws_node_alloc(w);
+  if (!n) {
+    /* No memory for the wrapper: run it here, it is ours now. */
+    it.fn(it.arg);
+    ws_pending_done(w->pool);
+    ws_counter_add(&w->stats.tasks, 1);
+    return NULL;
+  }
+  plain_task *pt = (plain_task *)n->payload;
+  pt->hdr.exec = plain_exec;
+  pt->fn = it.fn;
+  pt->arg = it.arg;
+  pt->pool = w->pool;
+  return &pt->hdr;
+}
+
+static ws_task *steal_from(ws_worker *w, ws_worker *v) {
+  for (;;) {
+    int lost;
+    ws_task *t = ws_deque_steal(&v->dq, &lost);
+    if (t) {
+      ws_counter_add(&w->stats.steals, 1);
+      if (v->numa != w->numa && v->numa >= 0 && w->numa >= 0)
+        ws_counter_add(&w->stats.steals_remote, 1);
+      return t;
+    }
+    ws_counter_add(&w->stats.steal_failures, 1);
+    /* Found it empty: ask the owner to publish its private frames at its
+     * next spawn. Test first so idle thieves do not keep the line bouncing. */
+    if (!lost && !ws_u32_load(&v->hungry, ws_relaxed)) ws_u32_store(&v->hungry, 1, ws_relaxed);
+    /* Lost a race: someone took an item, but more may be there. Retry while
+     * the victim looks non-empty, so one round is a complete look. */
+    if (!lost || ws_deque_size_hint(&v->dq) <= 0) return NULL;
+  }
+}
+
+static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
+  struct pool *p = w->pool;
+  if (hint && hint != w) {
+    ws_task *t = steal_from(w, hint);
+    if (t) return t;
+  }
+  unsigned lo = 0;
+  for (unsigned l = 0; l < w->nlevels; l++) {
+    unsigned hi = w->level_end[l], n = hi - lo;
+    if (n) {
+      unsigned start = next_rand(w) % n;
+      for (unsigned k = 0; k < n; k++) {
+        ws_worker *v = p->workers[w->victims[lo + (start + k) % n]];
+        if (v == hint) continue;
+        ws_task *t = steal_from(w, v);
+        if (t) return t;
+      }
+    }
+    lo = hi;
+  }
+  return NULL;
+}
+
+ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
+  ws_task *t = ws_deque_pop(&w->dq);
+  if (t) {
+    ws_counter_add(&w->stats.local_pops, 1);
+    return t;
+  }
+  if (ws_gqueue_maybe_nonempty(&w->pool->gq) && (t = from_global(w)) != NULL) return t;
+  return steal_round(w, hint);
+}
+
+/* Work a waiting worker may take: its own deque always (those are the
+ * waiter's own children, what a sequential program would run right here);
+ * foreign work only while its stack allows (the documented helping bound). */
+static ws_task *help_find(ws_worker *w, ws_worker *hint) {
+  if (ws_may_help(w)) return ws_find_work(w, hint);
+  ws_task *t = ws_deque_pop(&w->dq);
+  if (t) ws_counter_add(&w->stats.local_pops, 1);
+  return t;
+}
+
+static void backoff(unsigned *idle) {
+  if (++*idle < 32)
+    cpu_relax();
+  else
+    sched_yield();
+}
+
+void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint) {
+  unsigned idle = 0;
+  while (ws_u32_load(word, ws_acquire) != value) {
+    ws_task *t = help_find(w, hint);
+    if (t) {
+      ws_run(w, t);
+      idle = 0;
+    } else {
+      backoff(&idle);
+    }
+  }
+}
+
+void ws_help_until_zero(ws_worker *w, ws_i64 *count) {
+  unsigned idle = 0;
+  while (ws_i64_load(count, ws_acquire) != 0) {
+    ws_task *t = help_find(w, NULL);
+    if (t) {
+      ws_run(w, t);
+      idle = 0;
+    } else {
+      backoff(&idle);
+    }
+  }
+}
+
+void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value) {
+  if (ws_u32_load(word, ws_acquire) == value) return;
+  ws_event_prepare(&p->ext);
+  for (;;) {
+    uint32_t e = ws_event_epoch(&p->ext);
+    if (ws_u32_load(word, ws_seq_cst) == value) break;
+    ws_event_wait(&p->ext, e);
+  }
+  ws_event_finish(&p->ext);
+}
+
+void ws_block_until_zero(struct pool *p, ws_i64 *count) {
+  if (ws_i64_load(count, ws_acquire) == 0) return;
+  ws_event_prepare(&p->ext);
+  for (;;) {
+    uint32_t e = ws_event_epoch(&p->ext);
+    if (ws_i64_load(count, ws_seq_cst) == 0) break;
+    ws_event_wait(&p->ext, e);
+  }
+  ws_event_finish(&p->ext);
+}
+
+/* Idle: failed rounds with a yield between them, then the sleep protocol. */
+static ws_task *idle_search(ws_worker *w) {
+  for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+    sched_yield();
+    ws_task *t = ws_find_work(w, NULL);
+    if (t) return t;
+  }
+  return NULL;
+}
+
+void *ws_worker_main(void *arg) {
+  ws_worker *w = arg;
+  struct pool *p = w->pool;
+  ws__self = w;
+
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void *lo;
+    size_t size;
+    if (pthread_attr_getstack(&attr, &lo, &size) == 0) w->stack_lo = lo;
+    pthread_attr_destroy(&attr);
+  }
+
+  for (;;) {
+    ws_task *t = ws_find_work(w, NULL);
+    if (!t) t = idle_search(w);
+    if (t) {
+      ws_run(w, t);
+      continue;
+    }
+    uint32_t e = ws_sleep_prepare(&p->sleep);
+    t = ws_find_work(w, NULL);
+    if (t) {
+      ws_sleep_cancel(&p->sleep);
+      ws_sleep_chain(&p->sleep);
+      ws_run(w, t);
+      continue;
+    }
+    if (ws_u32_load(&p->stop, ws_seq_cst)) {
+      ws_sleep_cancel(&p->sleep);
+      break;
+    }
+    ws_counter_add(&w->stats.sleeps, 1);
+    ws_sleep_commit(&p->sleep, e);
+    t = ws_find_work(w, NULL);
+    if (t) {
+      ws_sleep_chain(&p->sleep);
+      ws_run(w, t);
+    }
+  }
+  ws__self = NULL;
+  return NULL;
+}

@@ -1,0 +1,363 @@
+/* The range partitioner: pool_parallel_for and pool_parallel_reduce
+ * (docs/design.md, "The range partitioner"; seeds 003 and 000).
+ *
+ * A range is a task. Its items are cut into chunks of `cs` items (cs >= the
+ * user's grain), numbered 0..nch-1 relative to the range. The owner takes
+ * chunks one at a time from the low end; the upper part [mid, high) is the
+ * steal range, which thieves claim whole with one CAS on a single word that
+ * packs mid and high (seed 003's `[low .. [mid .. high))`, in chunks):
+ *
+ *     owner's private part        steal range
+ *   [ low ............. mid ) [ mid ........ high )
+ *
+ * - The owner keeps `low` and its copy of `mid` private: only the owner ever
+ *   moves mid, so it needs no atomic operation per chunk, just a relaxed load
+ *   of the word to notice a steal.
+ * - When low reaches mid the owner claims the lower half of the steal range
+ *   with a CAS (the "owner shrinks the steal range as it approaches it");
+ *   the last chunk is contended the same way, so exactly one side wins.
+ * - A thief CASes (mid, high) -> (mid, mid), taking everything exposed. It
+ *   keeps one half as a range of its own (which it runs as owner, exposing a
+ *   new steal range) and pushes the other half on its own deque as a new
+ *   range task, so stolen work stays stealable.
+ * - After a steal the owner sees (mid, mid) and exposes the upper half of
+ *   what it still has privately, with a plain store (thieves never write an
+ *   empty steal range), so a range stays stealable until it is nearly done.
+ *
+ * Departure from seed 003: there the thief computes the new mid from the
+ * owner's `low`, which it reads separately from the CAS'd pair; an owner that
+ * advances past the thief's stale read can then be handed items it already
+ * ran. Here only the owner computes a mid, from its own exact low.
+ *
+ * Thieves find a running range through a steal handle: a second task header
+ * in the range object, pushed on the owner's deque while the range runs. The
+ * range object is reference-counted (owner + handle) and freed by the last.
+ *
+ * Initial distribution (seed 000): static, one contiguous piece per worker.
+ * From a worker, piece 0 runs right away and the others go on its deque for
+ * the other workers to steal; from outside, every piece goes on the global
+ * queue and the caller blocks. Static first, because a balanced load then
+ * needs no steal at all (the common case), and stealing fixes the rest.
+ * Termination: a remaining-items count (seed 000); the range that takes it
+ * to zero sets `done`, which the caller waits on (helping, from a worker). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Chunk indices are 32-bit so mid and high share one CAS word; cs grows
+ * for ranges of more than 2^31 chunks so no index ever overflows. */
+#define PF_MAX_CHUNKS ((size_t)1 << 31)
+/* Automatic grain: about this many chunks per worker. */
+enum { PF_AUTO_CHUNKS_PER_WORKER = 1024 };
+
+typedef struct pf_job {
+  pool_range_fn body;
+  void *ctx;
+  struct pool *pool;
+  size_t cs;         /* items per chunk */
+  ws_size remaining; /* items not yet run */
+  ws_u32 done;       /* 1 once remaining reached 0 */
+  bool outside;      /* the caller blocks on the pool's event */
+} pf_job;
+
+typedef struct pf_range {
+  ws_task start;  /* run as a new range (owner) */
+  ws_task handle; /* steal from the running range */
+  pf_job *job;
+  size_t base;    /* first item */
+  size_t n;       /* items */
+  ws_u64 split;   /* mid << 32 | high, chunk indices */
+  ws_u32 refs;
+  ws_u32 handle_out; /* the handle is on a deque */
+  ws_ptr owner;      /* the worker running it, or NULL (a hint for thieves) */
+} pf_range;
+
+static inline uint64_t pack(uint64_t mid, uint64_t high) { return mid << 32 | high; }
+static inline size_t mid_of(uint64_t s) { return (size_t)(s >> 32); }
+static inline size_t high_of(uint64_t s) { return (size_t)(s & 0xffffffffu); }
+
+static inline size_t nchunks(size_t n, size_t cs) { return (n - 1) / cs + 1; }
+
+/* Items [lo, hi) of chunk k of a range of n items. No overflow: for
+ * k + 1 < nch, (k + 1) * cs < n. */
+static inline void chunk_bounds(size_t n, size_t cs, size_t nch, size_t k, size_t *lo,
+                                size_t *hi) {
+  *lo = k * cs;
+  *hi = k + 1 == nch ? n : (k + 1) * cs;
+}
+
+static void range_start_exec(ws_task *t, ws_worker *w);
+static void range_handle_exec(ws_task *t, ws_worker *w);
+
+static pf_range *range_new(pf_job *job, size_t base, size_t n) {
+  pf_range *r = malloc(sizeof(*r));
+  if (!r) return NULL;
+  r->start.exec = range_start_exec;
+  r->handle.exec = range_handle_exec;
+  r->job = job;
+  r->base = base;
+  r->n = n;
+  ws_u64_store(&r->split, 0, ws_relaxed);
+  ws_u32_store(&r->refs, 1, ws_relaxed);
+  ws_u32_store(&r->handle_out, 0, ws_relaxed);
+  ws_ptr_store(&r->owner, NULL, ws_relaxed);
+  return r;
+}
+
+static void range_release(pf_range *r) {
+  /* acq_rel: the last holder sees every other holder's accesses. */
+  if (ws_u32_fetch_add(&r->refs, (uint32_t)-1, ws_acq_rel) == 1) free(r);
+}
+
+static void job_progress(pf_job *job, size_t items) {
+  struct pool *p = job->pool;
+  bool outside = job->outside;
+  /* acq_rel: the range that reaches zero has seen every body's effects
+   * (release sequence on `remaining`) and passes them on through `done`. */
+  if (ws_size_fetch_add(&job->remaining, (size_t)0 - items, ws_acq_rel) != items) return;
+  /* The job may be gone once `done` is visible: touch only the pool after. */
+  ws_u32_store(&job->done, 1, ws_seq_cst);
+  if (outside) ws_event_notify(&p->ext);
+}
+
+/* Runs chunks [from, to) of a range of n items at base, without exposing
+ * anything (no deque, or no memory to split). */
+static void run_chunks(pf_job *job, size_t base, size_t n, size_t from, size_t to) {
+  size_t nch = nchunks(n, job->cs);
+  for (size_t k = from; k < to; k++) {
+    size_t lo, hi;
+    chunk_bounds(n, job->cs, nch, k, &lo, &hi);
+    job->body(base + lo, base + hi, job->ctx);
+  }
+}
+
+static void expose_handle(ws_worker *w, pf_range *r) {
+  if (ws_u32_load(&r->handle_out, ws_relaxed)) return;
+  ws_u32_fetch_add(&r->refs, 1, ws_relaxed); /* the handle's reference */
+  ws_u32_store(&r->handle_out, 1, ws_relaxed);
+  if (ws_push(w, &r->handle) != 0) {
+    /* No room: the range just stays unstealable for now. */
+    ws_u32_store(&r->handle_out, 0, ws_relaxed);
+    ws_u32_fetch_add(&r->refs, (uint32_t)-1, ws_relaxed);
+  }
+}
+
+/* Run range r as its owner. w is NULL for an outside thread, which exposes
+ * nothing. Consumes the caller's reference. */
+static void range_run(ws_worker *w, pf_range *r) {
+  pf_job *job = r->job;
+  const size_t cs = job->cs, n = r->n, nch = nchunks(n, cs);
+  size_t low = 0, mid = nch, items = 0;
+  if (w && nch >= 2) {
+    mid = nch - nch / 2; /* expose the upper half */
+    ws_ptr_store(&r->owner, w, ws_relaxed);
+  }
+  /* Release: a thief that reads a steal range sees the range's fields. It
+   * found the range through a deque push, which already orders them; the
+   * release keeps that true for re-exposures too. */
+  ws_u64_store(&r->split, pack(mid, nch), ws_release);
+  if (mid < nch) expose_handle(w, r);
+
+  for (;;) {
+    while (low < mid) {
+      size_t lo, hi;
+      chunk_bounds(n, cs, nch, low, &lo, &hi);
+      job->body(r->base + lo, r->base + hi, job->ctx);
+      items += hi - lo;
+      low++;
+      if (w && mid - low >= 2) {
+        uint64_t s = ws_u64_load(&r->split, ws_relaxed);
+        if (mid_of(s) == high_of(s)) {
+          /* A thief emptied the steal range: expose the upper half of what
+           * we still hold. Only the owner writes an empty steal range. */
+          size_t newmid = low + (mid - low) / 2;
+          ws_u64_store(&r->split, pack(newmid, mid), ws_release);
+          mid = newmid;
+          expose_handle(w, r);
+        }
+      }
+    }
+    /* Private part done: claim the lower half of the steal range. */
+    uint64_t s = ws_u64_load(&r->split, ws_acquire);
+    size_t high = high_of(s);
+    if (mid_of(s) != mid || mid >= high) break; /* all taken by thieves */
+    size_t newmid = mid + (high - mid + 1) / 2;
+    if (!ws_u64_cas(&r->split, &s, pack(newmid, high), ws_acq_rel)) break;
+    mid = newmid;
+  }
+  ws_ptr_store(&r->owner, NULL, ws_relaxed);
+  range_release(r);
+  if (items) job_progress(job, items);
+}
+
+static void range_start_exec(ws_task *t, ws_worker *w) {
+  range_run(w, (pf_range *)((char *)t - offsetof(pf_range, start)));
+}
+
+static void range_handle_exec(ws_task *t, ws_worker *w) {
+  pf_range *r = (pf_range *)((char *)t - offsetof(pf_range, handle));
+  ws_u32_store(&r->handle_out, 0, ws_relaxed);
+  /* Relaxed: only our own store can make this equal to w. */
+  if (ws_ptr_load(&r->owner, ws_relaxed) == w) {
+    /* Our own running range, further up this stack: stealing from it would
+     * only nest it deeper. Its owner re-exposes the handle when useful. */
+    range_release(r);
+    return;
+  }
+  pf_job *job = r->job;
+  uint64_t s = ws_u64_load(&r->split, ws_acquire);
+  size_t mid = mid_of(s), high = high_of(s);
+  bool stolen = false;
+  while (mid < high) {
+    if (ws_u64_cas(&r->split, &s, pack(mid, mid), ws_acq_rel)) {
+      stolen = true;
+      break;
+    }
+    mid = mid_of(s);
+    high = high_of(s);
+  }
+  if (!stolen) {
+    range_release(r);
+    return;
+  }
+  /* Items [lo, hi) of the victim are ours. Copy what we need, then let go of
+   * the victim. */
+  size_t nch = nchunks(r->n, job->cs), lo, hi, tmp;
+  chunk_bounds(r->n, job->cs, nch, mid, &lo, &tmp);
+  chunk_bounds(r->n, job->cs, nch, high - 1, &tmp, &hi);
+  lo += r->base;
+  hi += r->base;
+  range_release(r);
+
+  size_t count = high - mid;
+  if (count >= 2) {
+    /* Keep the lower half, push the upper half as a new range task. */
+    size_t cut = lo + (count / 2) * job->cs;
+    pf_range *upper = range_new(job, cut, hi - cut);
+    if (upper && ws_push(w, &upper->start) == 0) {
+      hi = cut;
+    } else {
+      free(upper);
+    }
+  }
+  pf_range *mine = range_new(job, lo, hi - lo);
+  if (mine) {
+    range_run(w, mine);
+  } else {
+    run_chunks(job, lo, hi - lo, 0, nchunks(hi - lo, job->cs));
+    job_progress(job, hi - lo);
+  }
+}
+
+static size_t auto_chunk(size_t n, unsigned workers) {
+  size_t target = (size_t)workers * PF_AUTO_CHUNKS_PER_WORKER;
+  size_t cs = n / target;
+  return cs ? cs : 1;
+}
+
+int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool_range_fn body,
+                      void *ctx) {
+  if (begin > end || !body) return EINVAL;
+  struct pool *p = ws_resolve(pool);
+  if (!p) return EINVAL;
+  if (begin == end) return 0;
+  size_t n = end - begin;
+  ws_worker *w = ws_self();
+  bool inside = w && w->pool == p;
+
+  pf_job job;
+  job.body = body;
+  job.ctx = ctx;
+  job.pool = p;
+  job.outside = !inside;
+  size_t cs = grain ? grain : auto_chunk(n, p->nthreads);
+  size_t min_cs = n / PF_MAX_CHUNKS + 1;
+  job.cs = cs > min_cs ? cs : min_cs;
+  ws_size_store(&job.remaining, n, ws_relaxed);
+  ws_u32_store(&job.done, 0, ws_relaxed);
+
+  /* Static split into one piece per worker (fewer if there are few chunks).
+   * From a worker, pieces 1.. go on our deque first, then we run piece 0. */
+  size_t nch = nchunks(n, job.cs);
+  size_t pieces = p->nthreads < nch ? p->nthreads : nch;
+  bool queued_any = false;
+  for (size_t i = pieces; i-- > 0;) {
+    size_t lo_ch = nch / pieces * i + (i < nch % pieces ? i : nch % pieces);
+    size_t hi_ch = lo_ch + nch / pieces + (i < nch % pieces ? 1 : 0);
+    size_t lo = lo_ch * job.cs, hi = hi_ch == nch ? n : hi_ch * job.cs;
+    pf_range *r = range_new(&job, begin + lo, hi - lo);
+    if (inside && i == 0 && r) {
+      range_run(w, r);
+      continue;
+    }
+    if (r && inside && ws_push(w, &r->start) == 0) continue;
+    if (r && !inside) {
+      int rc = ws_push_global(p, &r->start, true);
+      if (rc == 0) {
+        queued_any = true;
+        continue;
+      }
+      if (rc == ESHUTDOWN && !queued_any) {
+        free(r);
+        return ESHUTDOWN; /* nothing ran, nothing queued */
+      }
+    }
+    /* No memory or no room: run this piece here, exposing nothing. */
+    free(r);
+    run_chunks(&job, begin + lo, hi - lo, 0, hi_ch - lo_ch);
+    job_progress(&job, hi - lo);
+  }
+  if (inside)
+    ws_help_until_value(w, &job.done, 1, NULL);
+  else
+    ws_block_until_value(p, &job.done, 1);
+  return 0;
+}
+
+/* Reduce: fixed blocks, each accumulated from the identity, then combined
+ * left to right in index order, so a combine that is associative but not
+ * commutative is still right. */
+
+enum { RED_DETERMINISTIC_BLOCKS = 1024, RED_BLOCKS_PER_WORKER = 64 };
+
+typedef struct red_ctx {
+  const pool_reducer_t *r;
+  size_t begin, n, bs, nblocks;
+  unsigned char *accs;
+} red_ctx;
+
+static void red_body(size_t b0, size_t b1, void *arg) {
+  red_ctx *c = arg;
+  for (size_t b = b0; b < b1; b++) {
+    void *acc = c->accs + b * c->r->size;
+    size_t lo = b * c->bs, hi = b + 1 == c->nblocks ? c->n : (b + 1) * c->bs;
+    memcpy(acc, c->r->identity, c->r->size);
+    c->r->body(c->begin + lo, c->begin + hi, acc, c->r->ctx);
+  }
+}
+
+int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
+                         const pool_reducer_t *r, void *result) {
+  if (begin > end || !r || !result || !r->body || !r->combine || !r->identity || !r->size)
+    return EINVAL;
+  struct pool *p = ws_resolve(pool);
+  if (!p) return EINVAL;
+  memcpy(result, r->identity, r->size);
+  if (begin == end) return 0;
+  size_t n = end - begin;
+  size_t target = r->deterministic ? RED_DETERMINISTIC_BLOCKS
+                                   : (size_t)p->nthreads * RED_BLOCKS_PER_WORKER;
+  size_t bs = n / target + (n % target != 0);
+  if (bs < grain) bs = grain;
+  red_ctx c = {r, begin, n, bs, nchunks(n, bs), NULL};
+  if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
+  c.accs = malloc(c.nblocks * r->size);
+  if (!c.accs) return ENOMEM;
+  int rc = pool_parallel_for(p, 0, c.nblocks, 1, red_body, &c);
+  if (rc == 0)
+    for (size_t b = 0; b < c.nblocks; b++) r->combine(result, c.accs + b * r->size, r->ctx);
+  free(c.accs);
+  return rc;
+}

@@ -200,8 +200,8 @@ POOL_API int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg);
  * that took it. A waiting worker runs other tasks on its own stack only while
  * more than a quarter of its stack (and at least 64 KiB) is left; past that
  * it waits without helping, so deep or wide trees cannot overflow it.
- * From a thread outside the pool: runs the task itself if no worker has taken
- * it yet, else blocks.
+ * From a thread outside the pool: blocks until a worker has run it (the
+ * task runs in the pool, so what it spawns stays there too).
  * \return 0; EINVAL for a NULL \p task or a frame that was not spawned.
  */
 POOL_API int pool_sync(pool_task_t *task);
@@ -209,7 +209,12 @@ POOL_API int pool_sync(pool_task_t *task);
 /**
  * \brief Run `a(a_arg)` and `b(b_arg)`, possibly in parallel; return when
  * both have finished.
- * \return 0; EINVAL for a NULL function or no pool.
+ *
+ * From a worker of the pool, `a` runs on the caller and `b` is spawned. From
+ * any other thread both run on the pool's workers while the caller blocks,
+ * so it is also the way to run a computation "inside" a pool from main().
+ * \return 0; EINVAL for a NULL function or no pool; ESHUTDOWN from outside a
+ *         pool being destroyed (nothing ran).
  */
 POOL_API int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg);
 

@@ -220,23 +220,39 @@ int pool_sync(pool_task_t *task) {
 
 int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!a || !b) return EINVAL;
-  pool_task_t tb;
-  int rc = pool_spawn(pool, &tb, b, b_arg);
+  ws_worker *w = ws_self();
+  struct pool *p = pool ? pool : (w ? w->pool : pool_default());
+  if (!p) return EINVAL;
+  pool_task_t ta, tb;
+  int rc = pool_spawn(p, &tb, b, b_arg);
   if (rc) return rc;
-  a(a_arg);
-  ws_frame *f = (ws_frame *)&tb;
-  if (!f->owner && ws_gqueue_remove(&f->pool->gq, &f->hdr)) {
-    /* From outside, b is still queued: run it here rather than wait. */
-    b(b_arg);
-    ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+  if (w && w->pool == p) {
+    a(a_arg);
+    return pool_sync(&tb);
+  }
+  /* From outside the pool both halves run on its workers, so that what
+   * they spawn (a NULL pool means "my pool" there) stays in this pool. */
+  rc = pool_spawn(p, &ta, a, a_arg);
+  if (rc) {
+    /* b is queued already: wait for it, then run a here. */
+    pool_sync(&tb);
+    a(a_arg);
     return 0;
   }
+  pool_sync(&ta);
   return pool_sync(&tb);
 }
 
 /* Groups. */
 
 #define GROUP_MAGIC 0x67726F7570ull /* "group" */
+/* `pending` holds the child count in its low bits and, in this bit, "an
+ * outside thread is blocked in pool_group_wait". A finishing child learns
+ * both from its own decrement, so it notifies the pool's outside-waiter
+ * event only when this group has such a waiter, and never reads the group
+ * after the decrement. */
+#define GROUP_WAITER ((int64_t)1 << 62)
+#define GROUP_COUNT (GROUP_WAITER - 1)
 
 typedef struct ws_group {
   struct pool *pool;
@@ -269,7 +285,7 @@ static void child_exec(ws_task *t, ws_worker *w) {
   struct pool *p = g->pool;
   /* seq_cst: pairs with an outside waiter's registration (ws_event). After
    * this decrement the group may be gone; only the pool is touched. */
-  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == 1) ws_event_notify(&p->ext);
+  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
 }
 
 int pool_group_init(pool_group_t *pg, pool_t *pool) {
@@ -307,7 +323,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
     fn(arg); /* the deque cannot grow: run it now */
     rc = 0;
   }
-  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == 1) ws_event_notify(&p->ext);
+  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
   return rc;
 }
 
@@ -316,9 +332,30 @@ int pool_group_wait(pool_group_t *pg) {
   ws_group *g = (ws_group *)pg;
   if (g->magic != GROUP_MAGIC) return EINVAL;
   ws_worker *w = ws_self();
-  if (w && w->pool == g->pool)
-    ws_help_until_zero(w, &g->pending);
-  else
-    ws_block_until_zero(g->pool, &g->pending);
+  if (w && w->pool == g->pool) {
+    ws_help_until_zero(w, &g->pending, GROUP_COUNT);
+    return 0;
+  }
+  struct pool *p = g->pool;
+  if ((ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT) == 0) return 0;
+  /* Register on the pool's event first, then flag the group: a child that
+   * sees the flag in its decrement also sees the registration. */
+  ws_event_prepare(&p->ext);
+  int64_t v = ws_i64_load(&g->pending, ws_relaxed);
+  while ((v & GROUP_COUNT) != 0 && !(v & GROUP_WAITER) &&
+         !ws_i64_cas(&g->pending, &v, v | GROUP_WAITER, ws_seq_cst)) {
+  }
+  for (;;) {
+    uint32_t e = ws_event_epoch(&p->ext);
+    if ((ws_i64_load(&g->pending, ws_seq_cst) & GROUP_COUNT) == 0) break;
+    ws_event_wait(&p->ext, e);
+  }
+  ws_event_finish(&p->ext);
+  /* Clear the flag (the count is 0, so no child can be deciding on it), so
+   * a reused group does not notify for nothing. */
+  v = ws_i64_load(&g->pending, ws_relaxed);
+  while ((v & GROUP_WAITER) && (v & GROUP_COUNT) == 0 &&
+         !ws_i64_cas(&g->pending, &v, v & ~GROUP_WAITER, ws_acq_rel)) {
+  }
   return 0;
 }

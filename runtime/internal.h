@@ -112,10 +112,10 @@ static inline bool ws_may_help(const ws_worker *w) {
   return (size_t)(&here - w->stack_lo) > w->help_reserve;
 }
 
-/* Wait, helping, until *word == value / *count == 0 (read with acquire).
+/* Wait, helping, until *word == value / (*count & mask) == 0 (acquire).
  * Worker threads only. `hint` is a worker to steal from first, or NULL. */
 void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint);
-void ws_help_until_zero(ws_worker *w, ws_i64 *count);
+void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask);
 /* Outside threads: block on the pool's event until the condition holds.
  * The finisher must make it true with a seq_cst store/RMW and then call
  * ws_event_notify(&pool->ext). */

@@ -1,80 +1,556 @@
-/* Placement: which PU each worker is bound to, the victim order, and where
- * worker memory lives.
+/* Placement: which PU each worker is bound to, the order it steals in, and
+ * where its memory lives (docs/placement.md).
  *
- * This is the portable version (no hwloc): the process's allowed CPUs in
- * ascending order, worker i on the i-th (wrapping), bound with
- * sched_setaffinity; one victim level; memory from the C heap. */
+ * ws_placement_plan() decides everything once, before any worker exists:
+ * one slot per worker (PU, core, outermost cache, NUMA node, package). The
+ * rest reads the plan: ws_placement_alloc() puts a worker's struct on its
+ * slot's NUMA node, ws_placement_worker() copies the slot into the worker and
+ * orders its victims by distance, ws_placement_bind() binds the thread.
+ *
+ * Two ways to plan:
+ *  - hwloc (WS_HAVE_HWLOC): the topology hwloc loads, which honours
+ *    HWLOC_SYNTHETIC / HWLOC_XMLFILE / HWLOC_THISSYSTEM like hwloc's tools.
+ *    Only PUs that are online, allowed (cgroup cpuset) and in the creating
+ *    thread's affinity (taskset) are used. When the topology is not this
+ *    machine (synthetic, XML), the plan is a preview: workers report their
+ *    planned PU but threads are not bound.
+ *  - portable (no hwloc, or hwloc failed to load): the creating thread's
+ *    allowed CPUs in ascending order, worker i on the i-th (wrapping), bound
+ *    with pthread_setaffinity_np(); nothing is known about cores, caches or
+ *    NUMA nodes, so both policies are the same and every NUMA node is -1.
+ *
+ * A pool with POOL_BIND_NONE loads no topology at all: pool creation stays
+ * cheap for the default pool, workers are unbound (cpu -1, NUMA -1) and
+ * steal from everyone with equal preference. */
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef WS_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
 #include "internal.h"
 
+/* What the plan says about one worker; -1 = unknown. */
+typedef struct slot {
+  int cpu;         /* PU OS index */
+  int numa;        /* NUMA node logical index */
+  int numa_os;     /* its OS index (for WSPOOL_VERBOSE) */
+  int package;     /* package logical index */
+  int64_t core;    /* identity of the core (or of the PU, without cores) */
+  int64_t cache;   /* identity of the outermost cache above the PU */
+  int core_l;      /* core logical index (for WSPOOL_VERBOSE) */
+} slot;
+
 struct ws_placement {
-  int dummy;
+  unsigned n;       /* workers */
+  slot *slots;      /* n entries; NULL: workers are unbound */
+  bool bind;        /* bind threads for real (false: a preview, see above) */
+  bool hw_mem;      /* worker memory comes from hwloc (freed with hwloc_free) */
+  unsigned npus;    /* PUs the plan chose from */
+  const char *how;  /* where the plan came from, for WSPOOL_VERBOSE */
+#ifdef WS_HAVE_HWLOC
+  hwloc_topology_t topo; /* NULL unless planned with hwloc */
+#endif
 };
 
+static void slot_unknown(slot *s) {
+  s->cpu = s->numa = s->numa_os = s->package = s->core_l = -1;
+  s->core = s->cache = -1;
+}
+
+static void warn_unbound(int err) {
+  fprintf(stderr, "wspool: cannot bind workers here (%s); running unbound\n", strerror(err));
+}
+
+/* --- The portable plan -------------------------------------------------- */
+
+/* The calling thread's affinity in a mask sized for this kernel (a plain
+ * cpu_set_t stops at 1024 CPUs and the call then fails with EINVAL).
+ * NULL with errno set when it cannot be read. */
+static cpu_set_t *get_affinity(size_t *size) {
+  for (int ncpu = CPU_SETSIZE; ncpu <= (1 << 20); ncpu *= 2) {
+    cpu_set_t *set = CPU_ALLOC((size_t)ncpu);
+    if (!set) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    *size = CPU_ALLOC_SIZE((size_t)ncpu);
+    if (sched_getaffinity(0, *size, set) == 0) return set;
+    int err = errno;
+    CPU_FREE(set);
+    if (err != EINVAL) {
+      errno = err;
+      return NULL;
+    }
+  }
+  errno = EINVAL;
+  return NULL;
+}
+
+/* 0 when this thread's affinity can be set (to what it already is, so
+ * nothing changes); else why not. Catches sandboxes (seccomp) that refuse
+ * sched_setaffinity before any worker exists. */
+static int probe_affinity(void) {
+  size_t size;
+  cpu_set_t *set = get_affinity(&size);
+  if (!set) return errno == ENOMEM ? ENOMEM : errno ? errno : ENOSYS;
+  int err = sched_setaffinity(0, size, set) == 0 ? 0 : errno ? errno : ENOSYS;
+  CPU_FREE(set);
+  return err;
+}
+
+/* The calling thread's allowed CPUs in ascending order; <0 on ENOMEM, 0 when
+ * the affinity cannot be read. */
 static int allowed_list(int **out) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  int n = CPU_COUNT(&set), k = 0;
+  size_t size;
+  *out = NULL;
+  cpu_set_t *set = get_affinity(&size);
+  if (!set) return errno == ENOMEM ? -1 : 0;
+  int n = CPU_COUNT_S(size, set), k = 0;
   int *cpus = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
-  if (!cpus) return -1;
-  for (int c = 0; c < CPU_SETSIZE && k < n; c++)
-    if (CPU_ISSET(c, &set)) cpus[k++] = c;
+  if (!cpus) {
+    CPU_FREE(set);
+    return -1;
+  }
+  for (int c = 0; (size_t)c < size * 8 && k < n; c++)
+    if (CPU_ISSET_S((size_t)c, size, set)) cpus[k++] = c;
+  CPU_FREE(set);
   *out = cpus;
   return k;
 }
 
-int ws_placement_plan(struct pool *p) {
-  p->placement = NULL;
+static int portable_plan(struct pool *p, struct ws_placement *pl) {
+  int err = probe_affinity();
+  if (err == ENOMEM) return ENOMEM;
+  if (err) {
+    if (p->cfg.bind_strict) return ENOTSUP;
+    warn_unbound(err);
+    pl->how = "unbound: binding impossible";
+    return 0;
+  }
+  int *cpus;
+  int k = allowed_list(&cpus);
+  if (k < 0) return ENOMEM;
+  if (k == 0) {
+    free(cpus);
+    if (p->cfg.bind_strict) return ENOTSUP;
+    warn_unbound(ENOSYS);
+    pl->how = "unbound: no allowed CPU found";
+    return 0;
+  }
+  pl->slots = malloc(pl->n * sizeof(slot));
+  if (!pl->slots) {
+    free(cpus);
+    return ENOMEM;
+  }
+  for (unsigned i = 0; i < pl->n; i++) {
+    slot_unknown(&pl->slots[i]);
+    pl->slots[i].cpu = cpus[i % (unsigned)k];
+  }
+  free(cpus);
+  pl->npus = (unsigned)k;
+  pl->bind = true;
+  pl->how = "by CPU number (no topology)";
   return 0;
 }
 
-int ws_placement_worker(struct pool *p, ws_worker *w) {
-  unsigned n = p->nthreads;
-  w->cpu = -1;
-  w->numa = -1;
-  if (p->cfg.bind != POOL_BIND_NONE) {
-    int *cpus = NULL;
-    int k = allowed_list(&cpus);
-    if (k < 0) return ENOMEM;
-    if (k > 0) w->cpu = cpus[w->id % (unsigned)k];
-    free(cpus);
+/* --- The hwloc plan ----------------------------------------------------- */
+
+#ifdef WS_HAVE_HWLOC
+
+enum { NKEY = 6 };
+
+/* A PU the plan may use. */
+typedef struct cand {
+  slot s;
+  int pu_l;         /* PU logical index: topology (depth-first) order */
+  int smt;          /* rank among the usable PUs of its core */
+  int key[NKEY];    /* SPREAD tree: outer, inner domain, L3, L2, core, smt */
+} cand;
+
+static int cmp_int(int a, int b) { return (a > b) - (a < b); }
+
+static int cmp_key(const void *x, const void *y) {
+  const cand *a = x, *b = y;
+  for (int d = 0; d < NKEY; d++)
+    if (a->key[d] != b->key[d]) return cmp_int(a->key[d], b->key[d]);
+  return cmp_int(a->pu_l, b->pu_l);
+}
+
+/* CORE: every core's first PU in topology order, then every core's second
+ * PU, ... Topology order is depth-first, so cores sharing a cache, a NUMA
+ * node and a package are consecutive: compact. */
+static int cmp_compact(const void *x, const void *y) {
+  const cand *a = x, *b = y;
+  if (a->smt != b->smt) return cmp_int(a->smt, b->smt);
+  return cmp_int(a->pu_l, b->pu_l);
+}
+
+/* SPREAD: a round-robin at every level of the tree the keys describe. The
+ * candidates v[0..n) are sorted by key; the ones sharing key[d] form one
+ * subtree, each subtree is ordered the same way one level down, and the
+ * subtrees are then dealt one element at a time. */
+static int scatter(cand *v, unsigned n, int d) {
+  if (n <= 1 || d == NKEY) return 0;
+  unsigned ng = 1;
+  for (unsigned i = 1; i < n; i++) ng += v[i].key[d] != v[i - 1].key[d];
+  if (ng == 1) return scatter(v, n, d + 1);
+  unsigned *start = malloc((ng + 1) * sizeof(unsigned)), *pos = malloc(ng * sizeof(unsigned));
+  cand *out = malloc(n * sizeof(cand));
+  int rc = 0;
+  if (!start || !pos || !out) {
+    rc = ENOMEM;
+    goto done;
   }
-  w->nlevels = 1;
-  w->nvictims = n - 1;
-  w->level_end[0] = n - 1;
+  unsigned g = 0;
+  start[0] = 0;
+  for (unsigned i = 1; i < n; i++)
+    if (v[i].key[d] != v[i - 1].key[d]) start[++g] = i;
+  start[ng] = n;
+  for (g = 0; g < ng; g++) {
+    if ((rc = scatter(v + start[g], start[g + 1] - start[g], d + 1)) != 0) goto done;
+    pos[g] = start[g];
+  }
+  for (unsigned k = 0; k < n;)
+    for (g = 0; g < ng; g++)
+      if (pos[g] < start[g + 1]) out[k++] = v[pos[g]++];
+  memcpy(v, out, n * sizeof(cand));
+done:
+  free(start);
+  free(pos);
+  free(out);
+  return rc;
+}
+
+/* Fill c from the topology for PU `pu`. */
+static void describe_pu(hwloc_topology_t t, hwloc_obj_t pu, cand *c) {
+  slot_unknown(&c->s);
+  c->s.cpu = (int)pu->os_index;
+  c->pu_l = (int)pu->logical_index;
+  hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu);
+  /* Without Core objects every PU is its own core. Core logical indexes
+   * stay below the PU count, so the two ranges cannot collide. */
+  c->s.core = core ? (int64_t)core->logical_index : (int64_t)1 << 32 | pu->logical_index;
+  c->s.core_l = core ? (int)core->logical_index : -1;
+  hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, pu);
+  c->s.package = pkg ? (int)pkg->logical_index : -1;
+  int l3 = -1, l2 = -1;
+  for (hwloc_obj_t o = pu->parent; o; o = o->parent) {
+    if (!hwloc_obj_type_is_cache(o->type)) continue;
+    c->s.cache = (int64_t)o->gp_index; /* the last one seen is the outermost */
+    if (o->type == HWLOC_OBJ_L3CACHE && l3 < 0) l3 = (int)o->logical_index;
+    if (o->type == HWLOC_OBJ_L2CACHE && l2 < 0) l2 = (int)o->logical_index;
+  }
+  /* The first NUMA node local to this PU (CPU-less memory, e.g. CXL or
+   * HBM-only nodes, has an empty cpuset and never matches). */
+  for (hwloc_obj_t nd = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, NULL); nd;
+       nd = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, nd))
+    if (nd->cpuset && hwloc_bitmap_isset(nd->cpuset, pu->os_index)) {
+      c->s.numa = (int)nd->logical_index;
+      c->s.numa_os = (int)nd->os_index;
+      break;
+    }
+  c->key[2] = l3;
+  c->key[3] = l2;
+  c->key[4] = core ? (int)core->logical_index : (int)pu->logical_index;
+}
+
+/* The PUs the plan may use: online, allowed, and, on this machine, in the
+ * calling thread's affinity (taskset). A synthetic or XML topology describes
+ * another machine: its allowed set is all of it. */
+static hwloc_bitmap_t usable_set(hwloc_topology_t t, bool here) {
+  hwloc_bitmap_t set = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t));
+  if (!set) return NULL;
+  hwloc_bitmap_and(set, set, hwloc_topology_get_topology_cpuset(t));
+  if (!here) return set;
+  hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+  if (!mine) {
+    hwloc_bitmap_free(set);
+    return NULL;
+  }
+  if (hwloc_get_cpubind(t, mine, HWLOC_CPUBIND_THREAD) == 0 && hwloc_bitmap_intersects(set, mine))
+    hwloc_bitmap_and(set, set, mine);
+  hwloc_bitmap_free(mine);
+  return set;
+}
+
+/* 0 when threads can be bound on this machine; else why not. */
+static int hw_can_bind(hwloc_topology_t t) {
+  const struct hwloc_topology_support *sup = hwloc_topology_get_support(t);
+  if (!sup->cpubind->set_thread_cpubind) return ENOSYS;
+  /* Linux binds through sched_setaffinity: probe it directly, setting the
+   * thread's mask to itself (hwloc_set_cpubind would widen a mask covering
+   * every online PU to the complete set, offline ones included). */
+  return probe_affinity();
+}
+
+/* 0 planned, ENOMEM/ENOTSUP, or -1: no topology, plan portably instead. */
+static int hw_plan(struct pool *p, struct ws_placement *pl) {
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return -1;
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
+  if (hwloc_topology_load(t) != 0) {
+    hwloc_topology_destroy(t);
+    return -1;
+  }
+  pl->topo = t; /* destroyed by ws_placement_free() from here on */
+  bool here = hwloc_topology_is_thissystem(t);
+  if (here) {
+    int err = hw_can_bind(t);
+    if (err == ENOMEM) return ENOMEM;
+    if (err) {
+      if (p->cfg.bind_strict) return ENOTSUP;
+      warn_unbound(err);
+      pl->how = "unbound: binding impossible";
+      return 0;
+    }
+  }
+  hwloc_bitmap_t usable = usable_set(t, here);
+  if (!usable) return ENOMEM;
+  int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+  cand *c = npu > 0 ? malloc((size_t)npu * sizeof(cand)) : NULL;
+  if (!c) {
+    hwloc_bitmap_free(usable);
+    return npu > 0 ? ENOMEM : -1;
+  }
+  unsigned k = 0;
+  unsigned npkg = 0, nnuma = 0;
+  int last_pkg = -2, last_numa = -2;
+  int64_t last_core = -2;
+  for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, NULL); pu && k < (unsigned)npu;
+       pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) {
+    if (!hwloc_bitmap_isset(usable, pu->os_index)) continue;
+    cand *x = &c[k];
+    describe_pu(t, pu, x);
+    /* PUs of one core are consecutive in topology order. */
+    x->smt = (k > 0 && x->s.core == last_core) ? c[k - 1].smt + 1 : 0;
+    x->key[5] = x->smt;
+    last_core = x->s.core;
+    if (x->s.package != last_pkg) npkg++, last_pkg = x->s.package;
+    if (x->s.numa != last_numa) nnuma++, last_numa = x->s.numa;
+    k++;
+  }
+  hwloc_bitmap_free(usable);
+  if (k == 0) {
+    free(c);
+    return -1;
+  }
+  /* SPREAD's two outer levels: the containing one of package and NUMA node
+   * (the one with fewer instances) first, so consecutive workers alternate
+   * both (packages holding two NUMA nodes each: package 0 node 0, package 1
+   * node 2, package 0 node 1, package 1 node 3, ...). */
+  bool pkg_outer = npkg <= nnuma;
+  for (unsigned i = 0; i < k; i++) {
+    c[i].key[0] = pkg_outer ? c[i].s.package : c[i].s.numa;
+    c[i].key[1] = pkg_outer ? c[i].s.numa : c[i].s.package;
+  }
+  int rc = 0;
+  if (p->cfg.bind == POOL_BIND_CORE) {
+    qsort(c, k, sizeof(cand), cmp_compact);
+  } else {
+    qsort(c, k, sizeof(cand), cmp_key);
+    rc = scatter(c, k, 0);
+  }
+  if (rc == 0 && !(pl->slots = malloc(pl->n * sizeof(slot)))) rc = ENOMEM;
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  for (unsigned i = 0; i < pl->n; i++) pl->slots[i] = c[i % k].s;
+  free(c);
+  pl->npus = k;
+  pl->bind = here;
+  const struct hwloc_topology_support *sup = hwloc_topology_get_support(t);
+  pl->hw_mem = here && (sup->membind->alloc_membind || sup->membind->set_area_membind);
+  const char *backend = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t), "Backend");
+  if (here)
+    pl->how = "hwloc topology of this machine";
+  else if (backend && !strcmp(backend, "Synthetic"))
+    pl->how = "hwloc synthetic topology (HWLOC_SYNTHETIC): preview, threads not bound";
+  else
+    pl->how = "hwloc topology of another machine (HWLOC_XMLFILE): preview, threads not bound";
+  return 0;
+}
+
+#endif /* WS_HAVE_HWLOC */
+
+/* --- Victim order ------------------------------------------------------- */
+
+/* Distance level of worker b's slot from worker a's:
+ *   0  same core, same outermost cache or same PU (within one NUMA node and
+ *      package): the data a thief wants is likely in a cache it shares
+ *   1  same NUMA node and package
+ *   2  same NUMA node or same package (SNC: another node of my package;
+ *      node-interleaved memory: another package of my node)
+ *   3  the rest
+ * Unknown fields (-1) compare equal to each other, so without topology
+ * everyone is level 1 and workers on my CPU level 0. */
+static unsigned level_of(const slot *a, const slot *b) {
+  bool dom = a->numa == b->numa && a->package == b->package;
+  if (dom && ((a->cpu >= 0 && a->cpu == b->cpu) || (a->core >= 0 && a->core == b->core) ||
+              (a->cache >= 0 && a->cache == b->cache)))
+    return 0;
+  if (dom) return 1;
+  if ((a->numa >= 0 && a->numa == b->numa) || (a->package >= 0 && a->package == b->package))
+    return 2;
+  return 3;
+}
+
+/* --- The interface (internal.h) ----------------------------------------- */
+
+static void report(struct pool *p, const struct ws_placement *pl) {
+  static const char *const names[] = {"none", "core", "spread"};
+  const char *policy = names[p->cfg.bind];
+  if (!pl->slots) {
+    fprintf(stderr, "wspool: placement: policy %s, %u workers unbound (%s)\n", policy, pl->n,
+            pl->how ? pl->how : "the OS places them");
+    return;
+  }
+  fprintf(stderr, "wspool: placement: policy %s, %u workers on %u usable PUs, %s\n", policy, pl->n,
+          pl->npus, pl->how);
+  for (unsigned i = 0; i < pl->n; i++) {
+    const slot *s = &pl->slots[i];
+    unsigned cnt[4] = {0, 0, 0, 0};
+    for (unsigned j = 0; j < pl->n; j++)
+      if (j != i) cnt[level_of(s, &pl->slots[j])]++;
+    char core[16] = "?", pkg[16] = "?", numa[32] = "?";
+    if (s->core_l >= 0) snprintf(core, sizeof core, "L#%d", s->core_l);
+    if (s->package >= 0) snprintf(pkg, sizeof pkg, "L#%d", s->package);
+    if (s->numa >= 0) snprintf(numa, sizeof numa, "L#%d (P#%d)", s->numa, s->numa_os);
+    fprintf(stderr,
+            "wspool:   worker %u -> PU P#%d, core %s, package %s, NUMA node %s; "
+            "victims near-to-far %u/%u/%u/%u\n",
+            i, s->cpu, core, pkg, numa, cnt[0], cnt[1], cnt[2], cnt[3]);
+  }
+}
+
+int ws_placement_plan(struct pool *p) {
+  struct ws_placement *pl = calloc(1, sizeof(*pl));
+  p->placement = pl;
+  if (!pl) return ENOMEM;
+  pl->n = p->nthreads;
+  int rc = 0;
+  if (p->cfg.bind != POOL_BIND_NONE) {
+    rc = -1;
+#ifdef WS_HAVE_HWLOC
+    rc = hw_plan(p, pl);
+    if (rc < 0 && pl->topo) {
+      hwloc_topology_destroy(pl->topo);
+      pl->topo = NULL;
+    }
+#endif
+    if (rc < 0) rc = portable_plan(p, pl);
+  }
+  if (rc == 0 && ws_env_flag("WSPOOL_VERBOSE")) report(p, pl);
+  return rc; /* on failure pool.c calls ws_placement_free() */
+}
+
+int ws_placement_worker(struct pool *p, ws_worker *w) {
+  const struct ws_placement *pl = p->placement;
+  const slot *s = pl && pl->slots ? pl->slots : NULL;
+  unsigned n = p->nthreads, me = w->id;
+  w->cpu = s ? s[me].cpu : -1;
+  w->numa = s ? s[me].numa : -1;
+  w->nvictims = 0;
+  w->nlevels = 0;
   if (n < 2) return 0;
   w->victims = malloc((n - 1) * sizeof(unsigned));
   if (!w->victims) return ENOMEM;
-  unsigned k = 0;
-  for (unsigned i = 0; i < n; i++)
-    if (i != w->id) w->victims[k++] = i;
+  /* Counting sort by level; within a level, ascending ids (worker.c starts
+   * each round at a random position inside the level). */
+  unsigned cnt[4] = {0, 0, 0, 0}, at[4];
+  for (unsigned j = 0; j < n; j++)
+    if (j != me) cnt[s ? level_of(&s[me], &s[j]) : 0]++;
+  at[0] = 0;
+  for (unsigned l = 1; l < 4; l++) at[l] = at[l - 1] + cnt[l - 1];
+  for (unsigned j = 0; j < n; j++)
+    if (j != me) w->victims[at[s ? level_of(&s[me], &s[j]) : 0]++] = j;
+  /* Keep the non-empty levels only. */
+  unsigned end = 0;
+  for (unsigned l = 0; l < 4; l++) {
+    if (!cnt[l]) continue;
+    end += cnt[l];
+    w->level_end[w->nlevels++] = end;
+  }
+  w->nvictims = n - 1;
   return 0;
 }
 
 int ws_placement_bind(struct pool *p, ws_worker *w) {
-  (void)p;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(w->cpu, &one);
-  return pthread_setaffinity_np(w->thread, sizeof(one), &one);
+  const struct ws_placement *pl = p->placement;
+  if (!pl || !pl->slots || w->cpu < 0) return 0;
+  if (!pl->bind) return 0; /* a preview of another machine */
+#ifdef WS_HAVE_HWLOC
+  if (pl->topo) {
+    hwloc_bitmap_t one = hwloc_bitmap_alloc();
+    if (!one) return ENOMEM;
+    hwloc_bitmap_only(one, (unsigned)w->cpu);
+    int rc = 0;
+    if (hwloc_set_thread_cpubind(pl->topo, w->thread, one, 0) != 0) rc = errno ? errno : ENOSYS;
+    hwloc_bitmap_free(one);
+    return rc;
+  }
+#endif
+  size_t size = CPU_ALLOC_SIZE((size_t)w->cpu + 1);
+  cpu_set_t *one = CPU_ALLOC((size_t)w->cpu + 1);
+  if (!one) return ENOMEM;
+  CPU_ZERO_S(size, one);
+  CPU_SET_S((size_t)w->cpu, size, one);
+  int rc = pthread_setaffinity_np(w->thread, size, one);
+  CPU_FREE(one);
+  return rc;
 }
 
-void ws_placement_free(struct pool *p) { p->placement = NULL; }
+void ws_placement_free(struct pool *p) {
+  struct ws_placement *pl = p->placement;
+  if (!pl) return;
+#ifdef WS_HAVE_HWLOC
+  if (pl->topo) hwloc_topology_destroy(pl->topo);
+#endif
+  free(pl->slots);
+  free(pl);
+  p->placement = NULL;
+}
 
+/* A worker's struct, on its NUMA node when the pool is bound on this machine
+ * (non-strict hwloc binding: MPOL_PREFERRED, so a full node falls back to
+ * another instead of failing). hwloc's allocations are page-aligned. */
 void *ws_placement_alloc(struct pool *p, unsigned worker, size_t size) {
-  (void)p;
+  const struct ws_placement *pl = p->placement;
   (void)worker;
+#ifdef WS_HAVE_HWLOC
+  if (pl && pl->hw_mem) {
+    int node = worker < pl->n ? pl->slots[worker].numa : -1;
+    hwloc_obj_t o =
+        node >= 0 ? hwloc_get_obj_by_type(pl->topo, HWLOC_OBJ_NUMANODE, (unsigned)node) : NULL;
+    if (o)
+      return hwloc_alloc_membind(pl->topo, size, o->nodeset, HWLOC_MEMBIND_BIND,
+                                 HWLOC_MEMBIND_BYNODESET);
+    return hwloc_alloc(pl->topo, size);
+  }
+#else
+  (void)pl;
+#endif
   void *mem;
   return posix_memalign(&mem, WS_CACHELINE, size) == 0 ? mem : NULL;
 }
 
 void ws_placement_dealloc(struct pool *p, void *mem, size_t size) {
-  (void)p;
+  const struct ws_placement *pl = p->placement;
+  if (!mem) return;
+#ifdef WS_HAVE_HWLOC
+  if (pl && pl->hw_mem) {
+    hwloc_free(pl->topo, mem, size);
+    return;
+  }
+#else
+  (void)pl;
+#endif
   (void)size;
   free(mem);
 }

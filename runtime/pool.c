@@ -18,11 +18,21 @@ static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 static struct pool *default_pool;
 static int default_err;
 
+/* CPUs in the calling thread's affinity mask (taskset, cgroup cpusets),
+ * with a mask sized for the machine: a fixed cpu_set_t stops at 1024. */
 static unsigned allowed_cpus(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return (unsigned)n;
+  for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
+    cpu_set_t *set = CPU_ALLOC(ncpu);
+    if (!set) break;
+    size_t size = CPU_ALLOC_SIZE(ncpu);
+    if (sched_getaffinity(0, size, set) == 0) {
+      int n = CPU_COUNT_S(size, set);
+      CPU_FREE(set);
+      if (n > 0) return (unsigned)n;
+      break;
+    }
+    CPU_FREE(set);
+    if (errno != EINVAL) break; /* EINVAL: the mask is too small */
   }
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (unsigned)n : 1;

@@ -159,9 +159,9 @@ void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *
   }
 }
 
-void ws_help_until_zero(ws_worker *w, ws_i64 *count) {
+void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask) {
   unsigned idle = 0;
-  while (ws_i64_load(count, ws_acquire) != 0) {
+  while ((ws_i64_load(count, ws_acquire) & mask) != 0) {
     ws_task *t = help_find(w, NULL);
     if (t) {
       ws_run(w, t);

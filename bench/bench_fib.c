@@ -1,0 +1,232 @@
+/* bench_fib: fib(n) with one task per spawn and no cutoff, the classic
+ * measure of a fork/join runtime's spawn overhead and of its scaling.
+ *
+ *   Ts      plain recursion `long fib(int n)` (noinline)
+ *   wspool  pool_spawn/pool_sync on a pool_task_t frame on the stack; the
+ *           root is submitted into the pool (it runs on a worker) and main
+ *           waits with pool_wait_idle. Pools of 1, 2 and 16 workers.
+ *   OpenMP  #pragma omp task shared(x) / taskwait, 1 and 2 threads
+ *   oneTBB  tbb::task_group per node (run + wait), task_arena of 1 and 2
+ *
+ * Targets (the issue): T1/Ts <= 3, T1/T2 >= 1.6, T16 <= 1.5 x T2, and
+ * wspool at least 20x faster than oneTBB's task_group on this program.
+ * Environment: WSPOOL_BENCH_FIB_N (default 32), WSPOOL_BENCH_RUNS,
+ * WSPOOL_BENCH_BUDGET. Exit 1 when a result is wrong. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <wspool.h>
+
+#include "benchutil.h"
+#include "peers.h"
+#ifdef BENCH_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+static int fib_n;
+static long fib_expected;
+
+__attribute__((noinline)) static long fib(int n) {
+  if (n < 2) return n;
+  return fib(n - 1) + fib(n - 2);
+}
+
+/* The same source with both recursive calls kept: GCC's tail-recursion pass
+ * turns fib() above into a loop around one call (an accumulator), which
+ * halves its calls. Informational row only; the targets use fib(). */
+__attribute__((noinline, optimize("no-optimize-sibling-calls"))) static long fib_calls(int n) {
+  if (n < 2) return n;
+  return fib_calls(n - 1) + fib_calls(n - 2);
+}
+
+/* ---- wspool ---- */
+
+typedef struct fib_arg {
+  int n;
+  long r;
+} fib_arg;
+
+static void fib_task(void *p) {
+  fib_arg *a = p;
+  if (a->n < 2) {
+    a->r = a->n;
+    return;
+  }
+  fib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
+  pool_task_t t;
+  pool_spawn(NULL, &t, fib_task, &x);
+  fib_task(&y);
+  pool_sync(&t);
+  a->r = x.r + y.r;
+}
+
+static pool_t *pools[3];
+
+static void check(const char *who, long r) {
+  if (r != fib_expected) bench_fail("%s: fib(%d) = %ld, expected %ld", who, fib_n, r, fib_expected);
+}
+
+static double run_seq(bench_variant *v) {
+  double t0 = bench_now();
+  long r = fib(fib_n);
+  double t = bench_now() - t0;
+  check(v->name, r);
+  return t;
+}
+
+static double run_seq_calls(bench_variant *v) {
+  double t0 = bench_now();
+  long r = fib_calls(fib_n);
+  double t = bench_now() - t0;
+  check(v->name, r);
+  return t;
+}
+
+static double run_wspool(bench_variant *v) {
+  pool_t *p = v->ctx;
+  fib_arg root = {fib_n, -1};
+  double t0 = bench_now();
+  int rc = pool_submit(p, fib_task, &root);
+  if (rc == 0) rc = pool_wait_idle(p);
+  double t = bench_now() - t0;
+  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  check(v->name, root.r);
+  return t;
+}
+
+#ifdef BENCH_HAVE_OPENMP
+static long fib_omp(int n) {
+  if (n < 2) return n;
+  long x, y;
+#pragma omp task shared(x)
+  x = fib_omp(n - 1);
+  y = fib_omp(n - 2);
+#pragma omp taskwait
+  return x + y;
+}
+
+static double run_omp(bench_variant *v) {
+  long r = -1;
+  double t0 = bench_now();
+#pragma omp parallel num_threads(v->threads)
+#pragma omp single
+  r = fib_omp(fib_n);
+  double t = bench_now() - t0;
+  check(v->name, r);
+  return t;
+}
+#else
+#define run_omp NULL
+#endif
+
+#ifdef BENCH_HAVE_TBB
+static double run_tbb(bench_variant *v) {
+  long r = -1;
+  double t = bench_tbb_fib(fib_n, v->threads, &r);
+  check(v->name, r);
+  return t;
+}
+#else
+#define run_tbb NULL
+#endif
+
+#ifdef BENCH_HAVE_OPENMP
+#define HAVE_OMP 1
+#else
+#define HAVE_OMP 0
+#endif
+#ifdef BENCH_HAVE_TBB
+#define HAVE_TBB 1
+#else
+#define HAVE_TBB 0
+#endif
+
+int main(void) {
+  fib_n = (int)bench_env_long("WSPOOL_BENCH_FIB_N", 32, 2, 45);
+  long a = 0, b = 1;
+  for (int i = 0; i < fib_n; i++) {
+    long c = a + b;
+    a = b;
+    b = c;
+  }
+  fib_expected = a;
+
+  char what[160];
+  /* a = fib(n), b = fib(n+1); the tree has fib(n+1) - 1 internal nodes. */
+  snprintf(what, sizeof what, "fib(%d) = %ld, one task per spawn, no cutoff (%.2fM spawns)",
+           fib_n, fib_expected, (double)(b - 1) / 1e6);
+  bench_header("bench_fib", what);
+
+  const unsigned nthr[3] = {1, 2, 16};
+  for (int i = 0; i < 3; i++) {
+    pool_config_t cfg;
+    pool_config_default(&cfg);
+    cfg.threads = nthr[i];
+    int rc = pool_create(&pools[i], &cfg);
+    if (rc) {
+      fprintf(stderr, "pool_create(%u): %s\n", nthr[i], pool_strerror(rc));
+      return 1;
+    }
+  }
+
+  bench_variant v[] = {
+      {.name = "sequential fib()", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},
+      {.name = "sequential, both calls kept", .threads = 1, .kind = BENCH_SEQ, .available = 1,
+       .run = run_seq_calls},
+      {.name = "wspool T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1, .run = run_wspool,
+       .ctx = pools[0]},
+      {.name = "wspool T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1, .run = run_wspool,
+       .ctx = pools[1]},
+      {.name = "wspool T16 (on 2 cores)", .threads = 16, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_wspool, .ctx = pools[2]},
+      {.name = "OpenMP tasks 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_OMP,
+       .run = run_omp},
+      {.name = "OpenMP tasks 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_OMP,
+       .run = run_omp},
+      {.name = "oneTBB task_group 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
+       .run = run_tbb},
+      {.name = "oneTBB task_group 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_TBB,
+       .run = run_tbb},
+  };
+  int nv = (int)(sizeof v / sizeof v[0]);
+  bench_measure(v, nv, bench_runs(), bench_budget());
+  bench_table(v, nv);
+
+  bench_variant *ts = bench_find(v, nv, "sequential fib()");
+  bench_variant *tc = bench_find(v, nv, "sequential, both calls kept");
+  bench_variant *t1 = bench_find(v, nv, "wspool T1");
+  bench_variant *t2 = bench_find(v, nv, "wspool T2");
+  bench_variant *t16 = bench_find(v, nv, "wspool T16 (on 2 cores)");
+  bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
+  bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
+  bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
+  bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
+
+  printf("\nratios (medians):\n");
+  printf("  wspool  T1/Ts = %.2f   T1/T2 = %.2f   T16/T2 = %.2f   (T1 / both-calls Ts = %.2f)\n",
+         t1->med / ts->med, t1->med / t2->med, t16->med / t2->med, t1->med / tc->med);
+  if (o1 && o2)
+    printf("  OpenMP  T1/Ts = %.2f   T1/T2 = %.2f   OpenMP/wspool: 1 thr %.2fx, 2 thr %.2fx\n",
+           o1->med / ts->med, o1->med / o2->med, o1->med / t1->med, o2->med / t2->med);
+  else
+    printf("  OpenMP  unavailable (built without OpenMP)\n");
+  if (b1 && b2)
+    printf("  oneTBB  T1/Ts = %.2f   T1/T2 = %.2f   TBB/wspool: 1 thr %.2fx, 2 thr %.2fx\n",
+           b1->med / ts->med, b1->med / b2->med, b1->med / t1->med, b2->med / t2->med);
+  else
+    printf("  oneTBB  unavailable (built without oneTBB)\n");
+
+  printf("\n");
+  bench_target("T1/Ts <= 3", t1->med / ts->med <= 3.0, "T1/Ts = %.2f", t1->med / ts->med);
+  bench_target("T1/T2 >= 1.6", t1->med / t2->med >= 1.6, "T1/T2 = %.2f", t1->med / t2->med);
+  bench_target("T16 <= 1.5 x T2", t16->med <= 1.5 * t2->med, "T16/T2 = %.2f",
+               t16->med / t2->med);
+  if (b2)
+    bench_target("wspool >= 20x faster than oneTBB task_group (2 threads)",
+                 b2->med / t2->med >= 20.0, "TBB/wspool = %.1fx at 2 threads, %.1fx at 1 thread",
+                 b2->med / t2->med, b1 ? b1->med / t1->med : 0.0);
+  else
+    bench_target("wspool >= 20x faster than oneTBB task_group", -1, "oneTBB unavailable");
+
+  for (int i = 0; i < 3; i++) pool_destroy(pools[i]);
+  return bench_finish();
+}

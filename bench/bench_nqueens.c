@@ -1,0 +1,262 @@
+/* bench_nqueens: count the solutions of the n-queens problem with one task
+ * per placement (every queen that fits spawns a task that owns a copy of
+ * the board and tries the next row), no cutoff.
+ *
+ *   sequential  the same recursion, plain calls
+ *   wspool      pool_group (one group per node, pool_group_spawn per
+ *               placement, pool_group_wait) and, for comparison,
+ *               pool_spawn/pool_sync with the frames on the stack; pools of
+ *               1 and 2 workers, the root submitted into the pool
+ *   OpenMP      #pragma omp task per placement + taskwait, 1 and 2 threads
+ *   oneTBB      task_group per node, run per placement, in an arena of 1, 2
+ *
+ * The count is checked against OEIS A000170. Environment:
+ * WSPOOL_BENCH_NQUEENS_N (default 12, 4..15), WSPOOL_BENCH_RUNS,
+ * WSPOOL_BENCH_BUDGET. There is no target from the issue for this program;
+ * it prints the 2-worker speedup and the peers' ratios. */
+#include <stdio.h>
+#include <string.h>
+#include <wspool.h>
+
+#include "bench_nqueens.h"
+#include "benchutil.h"
+#include "peers.h"
+#ifdef BENCH_HAVE_OPENMP
+#include <omp.h>
+#define HAVE_OMP 1
+#else
+#define HAVE_OMP 0
+#endif
+#ifdef BENCH_HAVE_TBB
+#define HAVE_TBB 1
+#else
+#define HAVE_TBB 0
+#endif
+
+static int nq_n;
+
+static void check(const char *who, long r) {
+  if (r != nq_known[nq_n])
+    bench_fail("%s: %d-queens has %ld solutions, got %ld", who, nq_n, nq_known[nq_n], r);
+}
+
+/* ---- sequential ---- */
+
+__attribute__((noinline)) static long nq_seq(int n, int row, const signed char *b) {
+  if (row == n) return 1;
+  long count = 0;
+  for (int c = 0; c < n; c++) {
+    if (!nq_ok(b, row, c)) continue;
+    signed char nb[NQ_MAX];
+    memcpy(nb, b, (size_t)row);
+    nb[row] = (signed char)c;
+    count += nq_seq(n, row + 1, nb);
+  }
+  return count;
+}
+
+static double run_seq(bench_variant *v) {
+  signed char b[NQ_MAX] = {0};
+  double t0 = bench_now();
+  long r = nq_seq(nq_n, 0, b);
+  double t = bench_now() - t0;
+  check(v->name, r);
+  return t;
+}
+
+/* ---- wspool ---- */
+
+typedef struct nq_arg {
+  int n, row;    /* rows [0, row) of b are placed */
+  long count;    /* out */
+  signed char b[NQ_MAX];
+} nq_arg;
+
+static void nq_group_task(void *p) {
+  nq_arg *a = p;
+  if (a->row == a->n) {
+    a->count = 1;
+    return;
+  }
+  nq_arg kids[NQ_MAX];
+  int k = 0;
+  pool_group_t g;
+  pool_group_init(&g, NULL);
+  for (int c = 0; c < a->n; c++) {
+    if (!nq_ok(a->b, a->row, c)) continue;
+    nq_arg *x = &kids[k++];
+    x->n = a->n;
+    x->row = a->row + 1;
+    x->count = 0;
+    memcpy(x->b, a->b, (size_t)a->row);
+    x->b[a->row] = (signed char)c;
+    pool_group_spawn(&g, nq_group_task, x);
+  }
+  pool_group_wait(&g);
+  long count = 0;
+  for (int i = 0; i < k; i++) count += kids[i].count;
+  a->count = count;
+}
+
+static void nq_spawn_task(void *p) {
+  nq_arg *a = p;
+  if (a->row == a->n) {
+    a->count = 1;
+    return;
+  }
+  nq_arg kids[NQ_MAX];
+  pool_task_t t[NQ_MAX];
+  int k = 0;
+  for (int c = 0; c < a->n; c++) {
+    if (!nq_ok(a->b, a->row, c)) continue;
+    nq_arg *x = &kids[k];
+    x->n = a->n;
+    x->row = a->row + 1;
+    x->count = 0;
+    memcpy(x->b, a->b, (size_t)a->row);
+    x->b[a->row] = (signed char)c;
+    pool_spawn(NULL, &t[k], nq_spawn_task, x);
+    k++;
+  }
+  long count = 0;
+  for (int i = k; i-- > 0;) { /* newest first: the LIFO fast path */
+    pool_sync(&t[i]);
+    count += kids[i].count;
+  }
+  a->count = count;
+}
+
+static double run_wspool(bench_variant *v) {
+  pool_t *p = v->ctx;
+  nq_arg root;
+  memset(&root, 0, sizeof root);
+  root.n = nq_n;
+  root.count = -1;
+  double t0 = bench_now();
+  int rc = pool_submit(p, v->param ? nq_spawn_task : nq_group_task, &root);
+  if (rc == 0) rc = pool_wait_idle(p);
+  double t = bench_now() - t0;
+  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  check(v->name, root.count);
+  return t;
+}
+
+/* ---- OpenMP ---- */
+
+#ifdef BENCH_HAVE_OPENMP
+static long nq_omp(int n, int row, const signed char *b) {
+  if (row == n) return 1;
+  long counts[NQ_MAX];
+  signed char boards[NQ_MAX][NQ_MAX];
+  int k = 0;
+  for (int c = 0; c < n; c++) {
+    if (!nq_ok(b, row, c)) continue;
+    memcpy(boards[k], b, (size_t)row);
+    boards[k][row] = (signed char)c;
+#pragma omp task shared(counts, boards) firstprivate(k)
+    counts[k] = nq_omp(n, row + 1, boards[k]);
+    k++;
+  }
+#pragma omp taskwait
+  long count = 0;
+  for (int i = 0; i < k; i++) count += counts[i];
+  return count;
+}
+
+static double run_omp(bench_variant *v) {
+  long r = -1;
+  signed char b[NQ_MAX] = {0};
+  double t0 = bench_now();
+#pragma omp parallel num_threads(v->threads)
+#pragma omp single
+  r = nq_omp(nq_n, 0, b);
+  double t = bench_now() - t0;
+  check(v->name, r);
+  return t;
+}
+#else
+#define run_omp NULL
+#endif
+
+#ifdef BENCH_HAVE_TBB
+static double run_tbb(bench_variant *v) {
+  long r = -1;
+  double t = bench_tbb_nqueens(nq_n, v->threads, &r);
+  check(v->name, r);
+  return t;
+}
+#else
+#define run_tbb NULL
+#endif
+
+int main(void) {
+  nq_n = (int)bench_env_long("WSPOOL_BENCH_NQUEENS_N", 12, 4, NQ_MAX - 1);
+  char what[160];
+  snprintf(what, sizeof what, "%d-queens = %ld solutions, one task per placement, no cutoff",
+           nq_n, nq_known[nq_n]);
+  bench_header("bench_nqueens", what);
+
+  pool_t *pools[2];
+  for (int i = 0; i < 2; i++) {
+    pool_config_t cfg;
+    pool_config_default(&cfg);
+    cfg.threads = (unsigned)i + 1;
+    int rc = pool_create(&pools[i], &cfg);
+    if (rc) {
+      fprintf(stderr, "pool_create: %s\n", pool_strerror(rc));
+      return 1;
+    }
+  }
+  bench_variant v[] = {
+      {.name = "sequential", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},
+      {.name = "wspool group T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_wspool, .ctx = pools[0], .param = 0},
+      {.name = "wspool group T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_wspool, .ctx = pools[1], .param = 0},
+      {.name = "wspool spawn/sync T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_wspool, .ctx = pools[0], .param = 1},
+      {.name = "wspool spawn/sync T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_wspool, .ctx = pools[1], .param = 1},
+      {.name = "OpenMP tasks 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_OMP,
+       .run = run_omp},
+      {.name = "OpenMP tasks 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_OMP,
+       .run = run_omp},
+      {.name = "oneTBB task_group 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
+       .run = run_tbb},
+      {.name = "oneTBB task_group 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_TBB,
+       .run = run_tbb},
+  };
+  int nv = (int)(sizeof v / sizeof v[0]);
+  bench_measure(v, nv, bench_runs(), bench_budget());
+  bench_table(v, nv);
+  printf("(T/Twspool compares with the wspool group row of the same thread count)\n");
+
+  bench_variant *ts = bench_find(v, nv, "sequential");
+  bench_variant *g1 = bench_find(v, nv, "wspool group T1");
+  bench_variant *g2 = bench_find(v, nv, "wspool group T2");
+  bench_variant *s1 = bench_find(v, nv, "wspool spawn/sync T1");
+  bench_variant *s2 = bench_find(v, nv, "wspool spawn/sync T2");
+  bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
+  bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
+  bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
+  bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
+  printf("\nratios (medians):\n");
+  printf("  wspool group       T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
+         g1->med / ts->med, g1->med / g2->med, ts->med / g2->med);
+  printf("  wspool spawn/sync  T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
+         s1->med / ts->med, s1->med / s2->med, ts->med / s2->med);
+  if (o1 && o2)
+    printf("  OpenMP tasks       T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
+           o1->med / ts->med, o1->med / o2->med, ts->med / o2->med);
+  else
+    printf("  OpenMP tasks       unavailable (built without OpenMP)\n");
+  if (b1 && b2)
+    printf("  oneTBB task_group  T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
+           b1->med / ts->med, b1->med / b2->med, ts->med / b2->med);
+  else
+    printf("  oneTBB task_group  unavailable (built without oneTBB)\n");
+  printf("\ntarget: none set by the issue for nqueens (reference figures only)\n");
+
+  for (int i = 0; i < 2; i++) pool_destroy(pools[i]);
+  return bench_finish();
+}

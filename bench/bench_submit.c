@@ -1,0 +1,356 @@
+/* bench_submit: fire-and-forget submission, wake latency and idle cost.
+ *
+ * 1. Idle CPU: a fresh pool of 2 workers idles 2 s; the process CPU time
+ *    (CLOCK_PROCESS_CPUTIME_ID) over that window, as a percentage of one
+ *    core. Again for the same pool after a burst of work, and for a oneTBB
+ *    arena after work. Measured first, before any other runtime exists here.
+ *    Target: under 1% of a core.
+ * 2. Wake latency: the pool idles (sleep WSPOOL_BENCH_WAKE_SLEEP_MS, default
+ *    5 ms, so the workers sleep), then one task is submitted that stamps
+ *    CLOCK_MONOTONIC when it starts; latency = start - time just before the
+ *    submit. WSPOOL_BENCH_WAKE_REPS times (default 300); p50/p90/p99/max.
+ *    Same with tbb::task_arena::enqueue. Target: p50 under 50 us.
+ * 3. Throughput: N tiny tasks (an atomic increment; WSPOOL_BENCH_SUBMIT_N,
+ *    default 1000000) through pool_submit on a pool of 2 workers, from 1
+ *    outside thread, from 4 outside threads (N/4 each), and from inside one
+ *    task; then pool_wait_idle. Time = first submit until all ran.
+ *    Beside it oneTBB: task_arena::enqueue on an arena of 2 worker threads
+ *    (no master slot), from 1 and 4 outside threads and from inside one
+ *    enqueued task; the last task to run wakes the waiting main thread.
+ *    The sequential row is N direct calls of the same body.
+ *    Target: one-producer rate at least 2x oneTBB's.
+ * Environment: WSPOOL_BENCH_SUBMIT_N, WSPOOL_BENCH_WAKE_REPS,
+ * WSPOOL_BENCH_WAKE_SLEEP_MS, WSPOOL_BENCH_IDLE_S (default 2), and
+ * WSPOOL_BENCH_RUNS / WSPOOL_BENCH_BUDGET for the throughput part.
+ * Exit 1 when a task was lost or ran twice. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <wspool.h>
+
+#include "benchutil.h"
+#include "peers.h"
+
+#ifdef BENCH_HAVE_TBB
+#define HAVE_TBB 1
+#else
+#define HAVE_TBB 0
+#endif
+
+enum { POOL_WORKERS = 2, PRODUCERS = 4 };
+
+static long n_tasks;
+static _Atomic long done_count;
+
+/* The task body: one relaxed atomic increment (the oneTBB shim's body is
+ * the same). */
+static void tiny(void *arg) {
+  (void)arg;
+  atomic_fetch_add_explicit(&done_count, 1, memory_order_relaxed);
+}
+
+static pool_t *mkpool(unsigned threads) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = threads;
+  pool_t *p = NULL;
+  int rc = pool_create(&p, &cfg);
+  if (rc) {
+    fprintf(stderr, "pool_create(%u): %s\n", threads, pool_strerror(rc));
+    exit(1);
+  }
+  return p;
+}
+
+static void check_count(const char *who, long want) {
+  long got = atomic_load(&done_count);
+  if (got != want) bench_fail("%s: %ld tasks ran, %ld submitted", who, got, want);
+}
+
+/* ---- throughput variants ---- */
+
+static double run_seq(bench_variant *v) {
+  void (*volatile body)(void *) = tiny; /* a call per task, like the pools */
+  atomic_store(&done_count, 0);
+  double t0 = bench_now();
+  for (long i = 0; i < n_tasks; i++) body(NULL);
+  double t = bench_now() - t0;
+  v->aux[v->nt] = t;
+  check_count(v->name, n_tasks);
+  return t;
+}
+
+static double run_ws_one(bench_variant *v) {
+  pool_t *p = v->ctx;
+  atomic_store(&done_count, 0);
+  int rc = 0;
+  double t0 = bench_now();
+  for (long i = 0; i < n_tasks && rc == 0; i++) rc = pool_submit(p, tiny, NULL);
+  double ts = bench_now();
+  if (rc == 0) rc = pool_wait_idle(p);
+  double t = bench_now() - t0;
+  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  v->aux[v->nt] = ts - t0;
+  check_count(v->name, n_tasks);
+  return t;
+}
+
+typedef struct producer {
+  pthread_t th;
+  pool_t *pool;
+  pthread_barrier_t *bar;
+  long n;
+  double end;
+  int rc;
+} producer;
+
+static void *producer_main(void *arg) {
+  producer *pr = arg;
+  pthread_barrier_wait(pr->bar);
+  int rc = 0;
+  for (long i = 0; i < pr->n && rc == 0; i++) rc = pool_submit(pr->pool, tiny, NULL);
+  pr->end = bench_now();
+  pr->rc = rc;
+  return NULL;
+}
+
+static double run_ws_many(bench_variant *v) {
+  pool_t *p = v->ctx;
+  producer pr[PRODUCERS];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, PRODUCERS + 1);
+  atomic_store(&done_count, 0);
+  for (int i = 0; i < PRODUCERS; i++) {
+    pr[i].pool = p;
+    pr[i].bar = &bar;
+    pr[i].n = n_tasks / PRODUCERS + (i < n_tasks % PRODUCERS);
+    pr[i].rc = 0;
+    if (pthread_create(&pr[i].th, NULL, producer_main, &pr[i]) != 0) {
+      fprintf(stderr, "pthread_create failed\n");
+      exit(1);
+    }
+  }
+  pthread_barrier_wait(&bar);
+  double t0 = bench_now();
+  double ts = t0;
+  for (int i = 0; i < PRODUCERS; i++) {
+    pthread_join(pr[i].th, NULL);
+    if (pr[i].rc) bench_fail("%s: %s", v->name, pool_strerror(pr[i].rc));
+    if (pr[i].end > ts) ts = pr[i].end;
+  }
+  int rc = pool_wait_idle(p);
+  double t = bench_now() - t0;
+  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  pthread_barrier_destroy(&bar);
+  v->aux[v->nt] = ts - t0;
+  check_count(v->name, n_tasks);
+  return t;
+}
+
+typedef struct inside_arg {
+  pool_t *pool;
+  long n;
+  double t0, ts;
+  int rc;
+} inside_arg;
+
+static void inside_root(void *arg) {
+  inside_arg *a = arg;
+  int rc = 0;
+  a->t0 = bench_now();
+  for (long i = 0; i < a->n && rc == 0; i++) rc = pool_submit(NULL, tiny, NULL);
+  a->ts = bench_now();
+  a->rc = rc;
+}
+
+static double run_ws_inside(bench_variant *v) {
+  pool_t *p = v->ctx;
+  inside_arg a = {p, n_tasks, 0, 0, 0};
+  atomic_store(&done_count, 0);
+  int rc = pool_submit(p, inside_root, &a);
+  if (rc == 0) rc = pool_wait_idle(p);
+  double t = bench_now() - a.t0; /* from the root's first submit */
+  if (rc || a.rc) bench_fail("%s: %s", v->name, pool_strerror(rc ? rc : a.rc));
+  v->aux[v->nt] = a.ts - a.t0;
+  check_count(v->name, n_tasks);
+  return t;
+}
+
+#ifdef BENCH_HAVE_TBB
+static double run_tbb(bench_variant *v) {
+  double ts = 0;
+  long ran = -1;
+  double t = bench_tbb_submit(POOL_WORKERS, (int)v->param, v->param ? 1 : v->threads, n_tasks, &ts,
+                              &ran);
+  if (ran != n_tasks) bench_fail("%s: %ld tasks ran, %ld submitted", v->name, ran, n_tasks);
+  v->aux[v->nt] = ts;
+  return t;
+}
+#else
+#define run_tbb NULL
+#endif
+
+/* ---- wake latency ---- */
+
+typedef struct stamp {
+  uint64_t start;
+} stamp;
+
+static void stamp_task(void *arg) { ((stamp *)arg)->start = bench_now_ns(); }
+
+static void print_latency(const char *who, double *lat_ns, int reps, double *p50_out) {
+  qsort(lat_ns, (size_t)reps, sizeof(double), bench_cmp_double);
+  double p50 = bench_percentile_sorted(lat_ns, reps, 50);
+  printf("%-30s %10.1f %10.1f %10.1f %10.1f %10.1f %6d\n", who, lat_ns[0] / 1e3, p50 / 1e3,
+         bench_percentile_sorted(lat_ns, reps, 90) / 1e3,
+         bench_percentile_sorted(lat_ns, reps, 99) / 1e3, lat_ns[reps - 1] / 1e3, reps);
+  if (p50_out) *p50_out = p50;
+}
+
+/* ---- idle CPU ---- */
+
+static double idle_window(double seconds, double *wall) {
+  double c0 = bench_cpu_time(), w0 = bench_now();
+  bench_sleep_ms(seconds * 1e3);
+  double c1 = bench_cpu_time(), w1 = bench_now();
+  *wall = w1 - w0;
+  return c1 - c0;
+}
+
+int main(void) {
+  n_tasks = bench_env_long("WSPOOL_BENCH_SUBMIT_N", 1000000, PRODUCERS, 100000000);
+  int reps = (int)bench_env_long("WSPOOL_BENCH_WAKE_REPS", 300, 10, 100000);
+  double wake_sleep = bench_env_double("WSPOOL_BENCH_WAKE_SLEEP_MS", 5.0, 0.0, 10000.0);
+  double idle_s = bench_env_double("WSPOOL_BENCH_IDLE_S", 2.0, 0.1, 3600.0);
+  double prog_start = bench_now();
+
+  char what[200];
+  snprintf(what, sizeof what,
+           "pool_submit throughput (%ld tiny tasks, pool of %d workers), wake latency, idle CPU",
+           n_tasks, POOL_WORKERS);
+  bench_header("bench_submit", what);
+
+  /* 1. Idle CPU, first: nothing else has threads in this process yet. */
+  printf("\n-- idle CPU: process CPU time while the pool idles %.1f s (%% of one core)\n", idle_s);
+  double wall, cpu;
+  pool_t *ip = mkpool(POOL_WORKERS);
+  cpu = idle_window(idle_s, &wall);
+  double idle_fresh = 100.0 * cpu / wall;
+  printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", "wspool fresh pool (2 workers)",
+         cpu * 1e3, wall, idle_fresh);
+  atomic_store(&done_count, 0);
+  for (int i = 0; i < 1000; i++) pool_submit(ip, tiny, NULL);
+  pool_wait_idle(ip);
+  check_count("idle warm-up", 1000);
+  cpu = idle_window(idle_s, &wall);
+  double idle_after = 100.0 * cpu / wall;
+  printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", "wspool after 1000 tasks", cpu * 1e3,
+         wall, idle_after);
+  pool_destroy(ip);
+#ifdef BENCH_HAVE_TBB
+  cpu = bench_tbb_idle_cpu(POOL_WORKERS, idle_s, &wall);
+  printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", "oneTBB arena(2) after work",
+         cpu * 1e3, wall, 100.0 * cpu / wall);
+#else
+  printf("%-30s (peer unavailable: built without oneTBB)\n", "oneTBB arena(2) after work");
+#endif
+  fflush(stdout);
+
+  /* 2. Wake latency. */
+  printf("\n-- wake latency: idle %.1f ms, submit one task, time until it starts (us)\n",
+         wake_sleep);
+  printf("%-30s %10s %10s %10s %10s %10s %6s\n", "variant", "min", "p50", "p90", "p99", "max",
+         "reps");
+  pool_t *pool = mkpool(POOL_WORKERS);
+  double *lat = malloc(sizeof(double) * (size_t)reps);
+  if (!lat) return 1;
+  for (int i = 0; i < reps; i++) {
+    stamp s = {0};
+    bench_sleep_ms(wake_sleep);
+    uint64_t t0 = bench_now_ns();
+    int rc = pool_submit(pool, stamp_task, &s);
+    if (rc == 0) rc = pool_wait_idle(pool);
+    if (rc || s.start == 0) {
+      bench_fail("wake latency: task did not run (%s)", pool_strerror(rc));
+      lat[i] = 0;
+      continue;
+    }
+    lat[i] = (double)(s.start - t0);
+  }
+  double ws_p50 = 0;
+  print_latency("wspool pool_submit (2 workers)", lat, reps, &ws_p50);
+#ifdef BENCH_HAVE_TBB
+  if (bench_tbb_wake_latency(POOL_WORKERS, reps, wake_sleep, lat) != 0)
+    bench_fail("oneTBB wake latency: a task did not run");
+  print_latency("oneTBB arena.enqueue (2 workers)", lat, reps, NULL);
+#else
+  printf("%-30s (peer unavailable: built without oneTBB)\n", "oneTBB arena.enqueue");
+#endif
+  free(lat);
+  fflush(stdout);
+
+  /* 3. Throughput. */
+  printf("\n-- throughput: %ld tasks, time from the first submit until all ran\n", n_tasks);
+  bench_variant v[] = {
+      {.name = "sequential: direct calls", .threads = 1, .kind = BENCH_SEQ, .available = 1,
+       .run = run_seq},
+      {.name = "wspool 1 outside producer", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_ws_one, .ctx = pool},
+      {.name = "wspool 4 outside producers", .threads = 4, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_ws_many, .ctx = pool},
+      {.name = "wspool from inside a task", .threads = 0, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_ws_inside, .ctx = pool},
+      {.name = "oneTBB enqueue 1 producer", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
+       .run = run_tbb, .param = 0},
+      {.name = "oneTBB enqueue 4 producers", .threads = 4, .kind = BENCH_PEER,
+       .available = HAVE_TBB, .run = run_tbb, .param = 0},
+      {.name = "oneTBB enqueue inside a task", .threads = 0, .kind = BENCH_PEER,
+       .available = HAVE_TBB, .run = run_tbb, .param = 1},
+  };
+  int nv = (int)(sizeof v / sizeof v[0]);
+  double left = bench_budget() - (bench_now() - prog_start); /* idle + latency used some */
+  bench_measure(v, nv, bench_runs(), left > 5 ? left : 5);
+  printf("%-30s %10s %9s %7s %4s %9s %8s %12s %9s\n", "variant", "median ms", "min ms", "spread",
+         "runs", "Mtasks/s", "ns/task", "submit Mt/s", "vs wspool");
+  for (int i = 0; i < nv; i++) {
+    bench_variant *x = &v[i];
+    if (!x->available) {
+      printf("%-30s   (peer unavailable: built without oneTBB)\n", x->name);
+      continue;
+    }
+    /* "vs wspool": wspool's rate / this rate, for the same producer setup
+     * (the "thr" field is the producer count, 0 = inside a task). */
+    char vs[16] = "-";
+    if (x->kind == BENCH_PEER)
+      for (int j = 0; j < nv; j++)
+        if (v[j].kind == BENCH_WSPOOL && v[j].threads == x->threads)
+          snprintf(vs, sizeof vs, "%.2fx", x->med / v[j].med);
+    printf("%-30s %10.3f %9.3f %6.0f%% %4d %9.2f %8.1f %12.2f %9s\n", x->name, x->med * 1e3,
+           x->min * 1e3, 100.0 * (x->max - x->min) / x->med, x->nt,
+           (double)n_tasks / x->med / 1e6, x->med * 1e9 / (double)n_tasks,
+           (double)n_tasks / x->aux_med / 1e6, vs);
+  }
+  printf("(medians; Mtasks/s = tasks / (first submit .. all ran); submit Mt/s = tasks / time the\n"
+         " producers spent submitting; vs wspool = oneTBB time / wspool time for the same\n"
+         " producers, >1 means wspool's rate is that many times oneTBB's)\n");
+
+  /* Targets. */
+  printf("\n");
+  bench_variant *w1 = bench_find(v, nv, "wspool 1 outside producer");
+  bench_variant *b1 = bench_find(v, nv, "oneTBB enqueue 1 producer");
+  if (b1)
+    bench_target("one-producer submit rate >= 2x oneTBB's", b1->med / w1->med >= 2.0,
+                 "wspool %.2f Mtasks/s, oneTBB %.2f Mtasks/s: %.2fx; producer side alone %.2fx",
+                 (double)n_tasks / w1->med / 1e6, (double)n_tasks / b1->med / 1e6,
+                 b1->med / w1->med, b1->aux_med / w1->aux_med);
+  else
+    bench_target("one-producer submit rate >= 2x oneTBB's", -1, "oneTBB unavailable");
+  bench_target("wake latency p50 < 50 us", ws_p50 < 50e3, "p50 = %.1f us", ws_p50 / 1e3);
+  bench_target("idle pool CPU < 1% of a core", idle_fresh < 1.0 && idle_after < 1.0,
+               "fresh %.3f%%, after work %.3f%%", idle_fresh, idle_after);
+
+  pool_destroy(pool);
+  return bench_finish();
+}

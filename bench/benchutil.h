@@ -1,0 +1,386 @@
+/* Shared helpers for the benchmark programs: clocks, environment knobs,
+ * medians, interleaved measurement of several variants, the result table and
+ * target lines.
+ *
+ * Conventions every benchmark follows:
+ *  - Each variant is measured WSPOOL_BENCH_RUNS times (default 5) and the
+ *    MEDIAN is reported; rounds are interleaved (variant A, B, C, A, B, C,
+ *    ...) so slow drift of a noisy machine hits all variants alike.
+ *  - One warm-up run per variant precedes the measured ones (thread creation,
+ *    page faults). A variant whose single run takes long enough that a
+ *    program would exceed its time budget (WSPOOL_BENCH_BUDGET seconds for
+ *    warm-up and runs, default 45) gets fewer runs, never fewer than 3; the table says how many.
+ *  - Every run checks its answer; a wrong answer makes the program exit 1.
+ *    Missing a performance target does not (the table says MET / NOT MET).
+ *
+ * Header-only, C11 (also includable from C++ for the few plain helpers). */
+#ifndef WSPOOL_BENCHUTIL_H
+#define WSPOOL_BENCHUTIL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- clocks ---------------------------------------------------------- */
+
+static inline double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline double bench_cpu_time(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void bench_sleep_ms(double ms) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ms / 1000.0);
+  ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Between two measurements: lets the previous runtime's spinning threads
+ * (libgomp, TBB, wspool all spin briefly before they sleep) go to sleep, so
+ * they do not steal a core from the next variant on this 2-core machine. */
+static inline void bench_settle(void) { bench_sleep_ms(20); }
+
+/* ---- environment ------------------------------------------------------ */
+
+/* An integer from the environment, `def` when unset; a bad or out-of-range
+ * value is reported and the default used. */
+static inline long bench_env_long(const char *name, long def, long lo, long hi) {
+  const char *s = getenv(name);
+  if (!s || !*s) return def;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) {
+    fprintf(stderr, "%s=%s: not an integer in [%ld, %ld]; using %ld\n", name, s, lo, hi, def);
+    return def;
+  }
+  return v;
+}
+
+static inline double bench_env_double(const char *name, double def, double lo, double hi) {
+  const char *s = getenv(name);
+  if (!s || !*s) return def;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !(v >= lo && v <= hi)) {
+    fprintf(stderr, "%s=%s: not a number in [%g, %g]; using %g\n", name, s, lo, hi, def);
+    return def;
+  }
+  return v;
+}
+
+#define BENCH_MAX_RUNS 101
+
+/* WSPOOL_BENCH_RUNS: measured runs per variant (median of these). */
+static inline int bench_runs(void) {
+  return (int)bench_env_long("WSPOOL_BENCH_RUNS", 5, 1, BENCH_MAX_RUNS);
+}
+
+/* WSPOOL_BENCH_BUDGET: seconds a program's measurements (warm-up included)
+ * should take; programs with several parts divide it between them. */
+static inline double bench_budget(void) {
+  return bench_env_double("WSPOOL_BENCH_BUDGET", 45.0, 1.0, 1e6);
+}
+
+/* ---- statistics ------------------------------------------------------- */
+
+static inline int bench_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts v). */
+static inline double bench_median(double *v, int n) {
+  if (n <= 0) return 0.0;
+  qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The p-th percentile (0..100) of sorted v[0..n), nearest rank. */
+static inline double bench_percentile_sorted(const double *v, int n, double p) {
+  if (n <= 0) return 0.0;
+  int k = (int)(p / 100.0 * n + 0.999999) - 1;
+  if (k < 0) k = 0;
+  if (k >= n) k = n - 1;
+  return v[k];
+}
+
+/* ---- failures --------------------------------------------------------- */
+
+static int bench_failures;
+
+static inline void bench_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "WRONG ANSWER: ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  bench_failures++;
+}
+
+/* Exit status of a benchmark: 0 when every answer was right. */
+static inline int bench_exit_status(void) {
+  if (bench_failures) {
+    fprintf(stderr, "%d wrong answer(s)\n", bench_failures);
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- variants and interleaved measurement ----------------------------- */
+
+typedef struct bench_variant bench_variant;
+/* One timed run: returns its elapsed seconds (the variant times the region
+ * it means, leaving out setup such as copying input), checks its answer
+ * and calls bench_fail() when it is wrong. */
+typedef double (*bench_run_fn)(bench_variant *v);
+
+struct bench_variant {
+  const char *name;      /* row label */
+  unsigned threads;      /* threads that compute (for the "vs wspool" column) */
+  int kind;              /* BENCH_SEQ, BENCH_WSPOOL, BENCH_PEER */
+  int available;         /* 0: peer not built; printed as unavailable */
+  bench_run_fn run;
+  void *ctx;             /* for run() */
+  long param;            /* for run() */
+  /* results */
+  double t[BENCH_MAX_RUNS];
+  /* A second per-run figure a run may record at aux[nt] (the index of the
+   * run being recorded); its median lands in aux_med. */
+  double aux[BENCH_MAX_RUNS];
+  double aux_med;
+  int nt;
+  int runs;              /* runs planned */
+  double med, min, max;
+};
+
+enum { BENCH_SEQ, BENCH_WSPOOL, BENCH_PEER };
+
+/* Measure all available variants: one warm-up round, then `runs` rounds,
+ * interleaved, trimming the runs of slow variants to stay in `budget`
+ * seconds (never below 3 runs, or `runs` when that is smaller). */
+static inline void bench_measure(bench_variant *v, int nv, int runs, double budget) {
+  double warm[64];
+  int minruns = runs < 3 ? runs : 3;
+  double total = 0, start = bench_now();
+  for (int i = 0; i < nv && i < 64; i++) {
+    v[i].nt = 0;
+    v[i].runs = runs;
+    if (!v[i].available) continue;
+    bench_settle();
+    double w0 = bench_now();
+    double t = v[i].run(&v[i]);
+    /* What one more run costs: the whole call (setup and check included)
+     * and the pause before it. */
+    warm[i] = bench_now() - w0 + 0.02;
+    /* A long run is warm after its first fraction of a second: count it. */
+    if (t >= 0.5) v[i].t[v[i].nt++] = t;
+    total += warm[i] * (runs - v[i].nt);
+    fflush(stdout);
+    fprintf(stderr, "  warm-up %-30s %10.3f ms\n", v[i].name, t * 1e3);
+  }
+  /* Trim: take a run from the variant with the largest projected time, until
+   * the rest fits in what the warm-up left of the budget. */
+  budget -= bench_now() - start;
+  while (total > budget) {
+    int best = -1;
+    double bt = 0;
+    for (int i = 0; i < nv; i++) {
+      if (!v[i].available || v[i].runs <= minruns) continue;
+      double proj = warm[i] * (v[i].runs - v[i].nt);
+      if (proj > bt) {
+        bt = proj;
+        best = i;
+      }
+    }
+    if (best < 0) break;
+    v[best].runs--;
+    total -= warm[best];
+  }
+  for (int r = 0; r < runs; r++) {
+    for (int i = 0; i < nv; i++) {
+      if (!v[i].available || v[i].nt >= v[i].runs) continue;
+      bench_settle();
+      v[i].t[v[i].nt++] = v[i].run(&v[i]);
+    }
+  }
+  for (int i = 0; i < nv; i++) {
+    if (!v[i].available || v[i].nt == 0) continue;
+    double tmp[BENCH_MAX_RUNS];
+    memcpy(tmp, v[i].t, sizeof(double) * (size_t)v[i].nt);
+    v[i].med = bench_median(tmp, v[i].nt);
+    v[i].min = tmp[0];
+    v[i].max = tmp[v[i].nt - 1];
+    memcpy(tmp, v[i].aux, sizeof(double) * (size_t)v[i].nt);
+    v[i].aux_med = bench_median(tmp, v[i].nt);
+  }
+}
+
+/* The variant named `name`, or NULL (or not available). */
+static inline bench_variant *bench_find(bench_variant *v, int nv, const char *name) {
+  for (int i = 0; i < nv; i++)
+    if (strcmp(v[i].name, name) == 0) return v[i].available && v[i].nt ? &v[i] : NULL;
+  return NULL;
+}
+
+/* Table: variant, threads, median ms, min..max spread, runs, ratio vs
+ * sequential (time / Ts: 1.00 = as fast as sequential, <1 faster), ratio
+ * vs the wspool row with the same thread count (time / wspool: >1 means
+ * wspool is faster by that factor). */
+static inline void bench_table(bench_variant *v, int nv) {
+  const bench_variant *seq = NULL;
+  for (int i = 0; i < nv && !seq; i++) /* the first sequential row is the baseline */
+    if (v[i].kind == BENCH_SEQ && v[i].available && v[i].nt) seq = &v[i];
+  printf("%-30s %4s %11s %9s %7s %4s %8s %8s %9s\n", "variant", "thr", "median ms", "min ms",
+         "spread", "runs", "T/Tseq", "Tseq/T", "T/Twspool");
+  for (int i = 0; i < nv; i++) {
+    bench_variant *x = &v[i];
+    if (!x->available) {
+      printf("%-30s %4u %11s   (peer unavailable: built without it)\n", x->name, x->threads,
+             "-");
+      continue;
+    }
+    const bench_variant *ws = NULL;
+    for (int j = 0; j < nv; j++)
+      if (v[j].kind == BENCH_WSPOOL && v[j].threads == x->threads && v[j].available && v[j].nt) {
+        ws = &v[j];
+        break;
+      }
+    char sp[16], r1[16], r2[16], r3[16];
+    snprintf(sp, sizeof sp, "%.0f%%", x->med > 0 ? 100.0 * (x->max - x->min) / x->med : 0.0);
+    if (seq && x->med > 0) {
+      snprintf(r1, sizeof r1, "%.2f", x->med / seq->med);
+      snprintf(r2, sizeof r2, "%.2f", seq->med / x->med);
+    } else {
+      snprintf(r1, sizeof r1, "-");
+      snprintf(r2, sizeof r2, "-");
+    }
+    if (ws && x->kind != BENCH_SEQ)
+      snprintf(r3, sizeof r3, "%.2f", x->med / ws->med);
+    else
+      snprintf(r3, sizeof r3, "-");
+    printf("%-30s %4u %11.3f %9.3f %7s %4d %8s %8s %9s\n", x->name, x->threads, x->med * 1e3,
+           x->min * 1e3, sp, x->nt, r1, r2, r3);
+  }
+  printf("(ratios use the medians; spread = (max-min)/median; T/Tseq = time relative to\n"
+         " the sequential program; Tseq/T = speedup; T/Twspool = time relative to wspool\n"
+         " with the same thread count, >1 means wspool is faster)\n");
+}
+
+#ifndef __cplusplus
+#include <pthread.h>
+
+/* ---- machine check ---------------------------------------------------- */
+
+/* How much of a second core this process gets right now: the throughput of
+ * two threads of pure arithmetic running together, relative to one thread
+ * alone (2.00 = two free cores, 1.00 = one). Scaling figures measured while
+ * this is well below 2 say more about the machine than about the runtime. */
+static void *bench_probe_spin(void *arg) {
+  double *secs = (double *)arg;
+  volatile uint64_t sink;
+  uint64_t x = 88172645463325252ull;
+  double t0 = bench_now();
+  for (long i = 0; i < 20000000; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+  }
+  sink = x;
+  (void)sink;
+  *secs = bench_now() - t0;
+  return NULL;
+}
+
+static inline double bench_capacity(void) {
+  double one[3], both[3];
+  for (int r = 0; r < 3; r++) {
+    double a = 0, b = 0;
+    bench_probe_spin(&one[r]);
+    pthread_t th;
+    double t0 = bench_now();
+    if (pthread_create(&th, NULL, bench_probe_spin, &a) != 0) return 0;
+    bench_probe_spin(&b);
+    pthread_join(th, NULL);
+    both[r] = bench_now() - t0;
+  }
+  return 2.0 * bench_median(one, 3) / bench_median(both, 3);
+}
+
+static inline void bench_print_capacity(const char *when) {
+  double c = bench_capacity();
+  printf("   machine check (%s): 2 busy threads ran at %.2fx one thread's rate "
+         "(2.00 = two free cores)%s\n",
+         when, c, c < 1.7 ? "  <- the machine is busy: scaling figures are unreliable" : "");
+  fflush(stdout);
+}
+#endif
+
+/* "target: <what> -> MET / NOT MET (<detail>)". `met` < 0: cannot tell. */
+static inline void bench_target(const char *what, int met, const char *fmt, ...) {
+  char detail[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  printf("target: %s -> %s (%s)\n", what, met < 0 ? "N/A" : met ? "MET" : "NOT MET", detail);
+}
+
+static inline void bench_header(const char *prog, const char *what) {
+  printf("== %s: %s\n", prog, what);
+  printf("   runs per variant: %d (WSPOOL_BENCH_RUNS), median reported; budget %.0f s "
+         "(WSPOOL_BENCH_BUDGET)\n",
+         bench_runs(), bench_budget());
+#if defined(BENCH_HAVE_OPENMP)
+  printf("   peers: OpenMP yes, ");
+#else
+  printf("   peers: OpenMP unavailable, ");
+#endif
+#if defined(BENCH_HAVE_TBB)
+  printf("oneTBB yes\n");
+#else
+  printf("oneTBB unavailable\n");
+#endif
+  fflush(stdout);
+#ifndef __cplusplus
+  bench_print_capacity("start");
+#endif
+}
+
+#ifndef __cplusplus
+/* The end of a benchmark: the machine check again, then the exit status. */
+static inline int bench_finish(void) {
+  bench_print_capacity("end");
+  return bench_exit_status();
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WSPOOL_BENCHUTIL_H */

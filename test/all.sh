@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: four builds, each with `meson test`.
+#   release  -Dwerror=true
+#   tsan     ThreadSanitizer
+#   asan     AddressSanitizer + UndefinedBehaviorSanitizer
+#   ao       the libatomic_ops backend, -Dwerror=true
+# Ends with one line "N passed, N failed, N skipped" and exits non-zero on any
+# failure (a build that fails counts as one failure).
+# WSPOOL_CONFIGS="release tsan" runs a subset; WSPOOL_STRESS=N lengthens the
+# stress tests N times.
+set -u
+cd "$(dirname "$0")/.."
+root=$(pwd)
+configs=${WSPOOL_CONFIGS:-"release tsan asan ao"}
+passed=0 failed=0 skipped=0
+
+opts_for() {
+  case "$1" in
+  release) echo "-Dbuildtype=release -Dwerror=true" ;;
+  tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
+  asan) echo "-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dpeers=disabled" ;;
+  ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dpeers=disabled" ;;
+  *) return 1 ;;
+  esac
+}
+
+# Sanitizer findings fail the test that triggers them.
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+export ASAN_OPTIONS="detect_leaks=1 abort_on_error=0 ${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
+
+for c in $configs; do
+  dir="$root/build-test/$c"
+  opts=$(opts_for "$c") || { echo "unknown config $c"; failed=$((failed + 1)); continue; }
+  echo "=== $c: meson setup $opts"
+  rm -rf "$dir"
+  # shellcheck disable=SC2086
+  if ! meson setup "$dir" $opts >"$root/build-test/$c.setup.log" 2>&1 ||
+    ! ninja -C "$dir" >"$root/build-test/$c.build.log" 2>&1; then
+    echo "=== $c: BUILD FAILED"
+    tail -n 30 "$root/build-test/$c.setup.log" "$root/build-test/$c.build.log" 2>/dev/null
+    failed=$((failed + 1))
+    continue
+  fi
+  meson test -C "$dir" --print-errorlogs
+  log="$dir/meson-logs/testlog.json"
+  if [ -f "$log" ]; then
+    p=$(grep -c '"result": "OK"' "$log")
+    s=$(grep -c '"result": "SKIP"' "$log")
+    f=$(grep -c -E '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log")
+    echo "=== $c: $p passed, $f failed, $s skipped"
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  else
+    echo "=== $c: no test log"
+    failed=$((failed + 1))
+  fi
+done
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

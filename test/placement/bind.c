@@ -1,0 +1,211 @@
+/* Binding on the machine the test runs on.
+ *
+ * For CORE and SPREAD: every worker has exactly one CPU, inside the allowed
+ * set, all distinct while threads <= allowed CPUs (each used equally when the
+ * count wraps), and pool_worker_cpu() agrees with the worker thread's real
+ * affinity, read by a task running on that worker. NONE: -1 and the threads
+ * keep the process's affinity. With hwloc: CORE puts the first workers on
+ * distinct cores, worker memory is bound to the worker's NUMA node.
+ *
+ * `bind taskset` re-executes itself restricted to one CPU (CPU 1 when
+ * allowed, like `taskset -c 1`; else the highest allowed one) and checks that
+ * every worker is then on that CPU. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wspool.h>
+
+#ifdef WS_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+#include "check.h"
+#include "probe.h"
+
+static cpu_set_t allowed;
+static int nallowed;
+
+#ifdef WS_HAVE_HWLOC
+static hwloc_topology_t topo;
+static bool topo_here;
+
+/* Core object of PU `cpu`, or the PU itself without cores. */
+static hwloc_obj_t core_of(int cpu) {
+  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu);
+  CHECK(pu);
+  hwloc_obj_t c = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
+  return c ? c : pu;
+}
+#endif
+
+static void check_pool(pool_bind_t bind, unsigned threads, int only_cpu) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.bind = bind;
+  cfg.threads = threads;
+  cfg.stack_size = 256u << 10;
+  pool_t *pool;
+  CHECK_OK(pool_create(&pool, &cfg));
+  unsigned n = pool_threads(pool);
+  CHECK_EQ(n, threads ? threads : (unsigned)nallowed);
+  CHECK_EQ(pool_worker_cpu(pool, n), -1);
+
+  unsigned *uses = calloc(CPU_SETSIZE, sizeof(unsigned));
+  CHECK(uses);
+  for (unsigned i = 0; i < n; i++) {
+    int cpu = pool_worker_cpu(pool, i);
+    const ws_worker *w = worker_of(pool, i);
+    CHECK_EQ(w->cpu, cpu);
+    if (bind == POOL_BIND_NONE) {
+      CHECK_EQ(cpu, -1);
+      CHECK_EQ(w->numa, -1);
+      continue;
+    }
+    CHECK(cpu >= 0 && cpu < CPU_SETSIZE);
+    CHECK(CPU_ISSET(cpu, &allowed));
+    if (only_cpu >= 0) CHECK_EQ(cpu, only_cpu);
+    uses[cpu]++;
+#ifdef WS_HAVE_HWLOC
+    if (topo_here) CHECK(w->numa >= 0); /* bound on this machine: node known */
+#else
+    CHECK_EQ(w->numa, -1);
+#endif
+  }
+  if (bind != POOL_BIND_NONE) {
+    /* Each allowed CPU used floor or ceil(n / allowed) times: distinct when
+     * n <= allowed, then wrapping evenly. */
+    unsigned lo = n / (unsigned)nallowed, hi = lo + (n % (unsigned)nallowed != 0);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &allowed)) CHECK(uses[c] == lo || uses[c] == hi);
+  }
+  free(uses);
+
+  probe *pr = probe_run(pool);
+  for (unsigned i = 0; i < n; i++) {
+    int cpu = pool_worker_cpu(pool, i);
+    if (bind == POOL_BIND_NONE)
+      CHECK(CPU_EQUAL(&pr->mask[i], &allowed));
+    else
+      CHECK(mask_is_only(&pr->mask[i], cpu));
+  }
+  probe_free(pr);
+  check_victims_shape(pool);
+
+#ifdef WS_HAVE_HWLOC
+  if (topo_here && bind == POOL_BIND_CORE) {
+    /* Compact: the first min(n, cores) workers on distinct cores. */
+    unsigned ncores = 0;
+    hwloc_bitmap_t seen = hwloc_bitmap_alloc();
+    CHECK(seen);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+      if (!CPU_ISSET(c, &allowed)) continue;
+      hwloc_obj_t core = core_of(c);
+      if (!hwloc_bitmap_isset(seen, core->logical_index)) ncores++;
+      hwloc_bitmap_set(seen, core->logical_index);
+    }
+    hwloc_bitmap_zero(seen);
+    for (unsigned i = 0; i < n && i < ncores; i++) {
+      hwloc_obj_t core = core_of(pool_worker_cpu(pool, i));
+      CHECK(!hwloc_bitmap_isset(seen, core->logical_index));
+      hwloc_bitmap_set(seen, core->logical_index);
+    }
+    hwloc_bitmap_free(seen);
+  }
+  if (topo_here && bind != POOL_BIND_NONE &&
+      hwloc_topology_get_support(topo)->membind->get_area_membind) {
+    /* Each worker struct is bound to (preferred on) its worker's node. */
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    CHECK(nodes);
+    for (unsigned i = 0; i < n; i++) {
+      const ws_worker *w = worker_of(pool, i);
+      hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)w->numa);
+      CHECK(node);
+      hwloc_membind_policy_t policy;
+      CHECK_OK(hwloc_get_area_membind(topo, w->mem, w->mem_size, nodes, &policy,
+                                      HWLOC_MEMBIND_BYNODESET));
+      CHECK_EQ(policy, HWLOC_MEMBIND_BIND);
+      CHECK(hwloc_bitmap_isequal(nodes, node->nodeset));
+    }
+    hwloc_bitmap_free(nodes);
+  }
+#endif
+  CHECK_OK(pool_destroy(pool));
+}
+
+/* bind_strict where binding works: the same as without. */
+static void check_strict(void) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.bind = POOL_BIND_CORE;
+  cfg.bind_strict = 1;
+  cfg.threads = 2;
+  pool_t *pool;
+  CHECK_OK(pool_create(&pool, &cfg));
+  for (unsigned i = 0; i < 2; i++) CHECK(pool_worker_cpu(pool, i) >= 0);
+  CHECK_OK(pool_destroy(pool));
+}
+
+static void run_all(int only_cpu) {
+  static const pool_bind_t binds[] = {POOL_BIND_CORE, POOL_BIND_SPREAD};
+  for (unsigned b = 0; b < 2; b++) {
+    check_pool(binds[b], 0, only_cpu);
+    check_pool(binds[b], 1, only_cpu);
+    check_pool(binds[b], (unsigned)nallowed, only_cpu);
+    check_pool(binds[b], 2 * (unsigned)nallowed + 1, only_cpu);
+    if (nallowed < 3) check_pool(binds[b], 3, only_cpu);
+  }
+  check_pool(POOL_BIND_NONE, 0, -1);
+  check_pool(POOL_BIND_NONE, 3, -1);
+  check_strict();
+}
+
+int main(int argc, char **argv) {
+  check_watchdog(120);
+  unsetenv("HWLOC_SYNTHETIC");
+  unsetenv("HWLOC_XMLFILE");
+  unsetenv("WSPOOL_BIND");
+  unsetenv("WSPOOL_THREADS");
+  CHECK_OK(sched_getaffinity(0, sizeof(allowed), &allowed));
+  nallowed = CPU_COUNT(&allowed);
+  CHECK(nallowed > 0);
+
+  if (argc == 2 && !strcmp(argv[1], "taskset")) {
+    /* Like `taskset -c 1 bind child 1`: restrict, then exec, so the whole
+     * new process image starts with the one-CPU affinity. */
+    int cpu = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &allowed)) cpu = c;
+    if (CPU_ISSET(1, &allowed)) cpu = 1;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    CHECK_OK(sched_setaffinity(0, sizeof(one), &one));
+    char arg[16];
+    snprintf(arg, sizeof arg, "%d", cpu);
+    char *args[] = {argv[0], "child", arg, NULL};
+    execv("/proc/self/exe", args);
+    perror("execv /proc/self/exe");
+    return 1;
+  }
+  int only_cpu = -1;
+  if (argc == 3 && !strcmp(argv[1], "child")) {
+    only_cpu = atoi(argv[2]);
+    CHECK(mask_is_only(&allowed, only_cpu));
+  }
+
+#ifdef WS_HAVE_HWLOC
+  CHECK_OK(hwloc_topology_init(&topo));
+  CHECK_OK(hwloc_topology_load(topo));
+  topo_here = hwloc_topology_is_thissystem(topo);
+#endif
+  run_all(only_cpu);
+#ifdef WS_HAVE_HWLOC
+  hwloc_topology_destroy(topo);
+#endif
+  printf("placement bind: ok (%d allowed CPU%s%s)\n", nallowed, nallowed == 1 ? "" : "s",
+         only_cpu >= 0 ? ", restricted like taskset" : "");
+  return 0;
+}

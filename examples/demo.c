@@ -43,7 +43,9 @@ typedef struct fib_arg {
   long r;
 } fib_arg;
 
-static void fib_task(void *v) {
+/* Exported so a WSPOOL_TRACE file names it (dladdr sees exported symbols). */
+void fib_task(void *v);
+void fib_task(void *v) {
   fib_arg *a = v;
   if (a->n < 2) {
     a->r = a->n;
@@ -66,14 +68,16 @@ static __attribute__((noinline)) double work(size_t i) {
   for (size_t k = 0; k < i / 64 + 1; k++) x = x * 0.999999 + 1.0;
   return x;
 }
-static void tri_body(size_t b, size_t e, void *ctx) {
+void tri_body(size_t b, size_t e, void *ctx);
+void tri_body(size_t b, size_t e, void *ctx) {
   (void)ctx;
   for (size_t i = b; i < e; i++) out[i] = work(i);
 }
 
 /* 3. A flood of tiny fire-and-forget tasks. */
 static atomic_long flood_count;
-static void tiny(void *arg) {
+void tiny(void *arg);
+void tiny(void *arg) {
   (void)arg;
   atomic_fetch_add_explicit(&flood_count, 1, memory_order_relaxed);
 }

@@ -104,6 +104,9 @@ POOL_API int pool_create(pool_t **out, const pool_config_t *cfg);
  * Runs everything already submitted, including tasks that running tasks
  * submit during the drain, then joins the workers and frees all memory.
  * Submissions from outside the pool after destroy began fail with ESHUTDOWN.
+ * Outside threads blocked on the pool (in pool_sync(), pool_group_wait(),
+ * pool_parallel_for(), pool_wait_idle()) are released before it is freed;
+ * calling into a pool after pool_destroy() returned is undefined.
  * \return 0; EDEADLK when called from one of the pool's own workers (the pool
  *         stays usable); EINVAL for the default pool, which lives until exit.
  */
@@ -148,7 +151,9 @@ POOL_API const char *pool_strerror(int err);
 /** \defgroup stats Statistics
  *  @{ */
 
-/** Per-worker counters. They stay on: each is a private relaxed counter. */
+/** Per-worker counters. They stay on: each is a private relaxed counter.
+ *  A task is counted just after it finishes, so right after pool_wait_idle()
+ *  returns the totals may still be catching up for an instant. */
 typedef struct pool_worker_stats {
   uint64_t tasks;          /**< tasks run */
   uint64_t local_pops;     /**< tasks taken from the worker's own deque */

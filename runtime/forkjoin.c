@@ -38,7 +38,9 @@ _Static_assert(_Alignof(ws_frame) <= _Alignof(pool_task_t), "pool_task_t under-a
 static void frame_exec(ws_task *t, ws_worker *w) {
   ws_frame *f = (ws_frame *)t;
   ws_ptr_store(&f->thief, w, ws_relaxed);
+  uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
+  ws_trace_task(w, (ws_fnptr)f->fn, t0);
   if (f->owner) {
     /* Release: the task's effects are visible to the owner's acquire load.
      * This store is the last touch of the frame. */
@@ -171,20 +173,12 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self) {
      * sync then finds it done). */
     while (w->priv_hi != w->priv_lo) {
       ws_task *t = w->priv[--w->priv_hi];
-      if (t == &f->hdr) {
-        f->fn(f->arg);
-        ws_counter_add(&w->stats.tasks, 1);
-        goto done;
-      }
+      if (t == &f->hdr) goto run_inline;
       ws_run(w, t);
     }
     for (;;) {
       ws_task *t = ws_deque_pop(&w->dq);
-      if (t == &f->hdr) {
-        f->fn(f->arg);
-        ws_counter_add(&w->stats.tasks, 1);
-        goto done;
-      }
+      if (t == &f->hdr) goto run_inline;
       if (!t) break;
       ws_counter_add(&w->stats.local_pops, 1);
       ws_run(w, t);
@@ -195,6 +189,13 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self) {
   } else {
     ws_block_until_value(f->pool, &f->state, FRAME_DONE);
   }
+  goto done;
+run_inline : {
+  uint64_t t0 = ws_trace_t0(w);
+  f->fn(f->arg);
+  ws_trace_task(w, (ws_fnptr)f->fn, t0);
+  ws_counter_add(&w->stats.tasks, 1);
+}
 done:
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   return 0;
@@ -208,7 +209,13 @@ int pool_sync(pool_task_t *task) {
     if (hi > w->priv_lo && w->priv[hi - 1] == &f->hdr) {
       /* The fast path: our newest private frame, never published. */
       w->priv_hi = hi - 1;
-      f->fn(f->arg);
+      if (__builtin_expect(w->trace != NULL, 0)) {
+        uint64_t t0 = ws_trace_now();
+        f->fn(f->arg);
+        ws_trace_task(w, (ws_fnptr)f->fn, t0);
+      } else {
+        f->fn(f->arg);
+      }
       ws_counter_add(&w->stats.tasks, 1);
       ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
       return 0;
@@ -281,7 +288,9 @@ static void child_exec(ws_task *t, ws_worker *w) {
   void *arg = c->arg;
   ws_group *g = c->group;
   ws_node_free(node_of(c), w);
+  uint64_t t0 = ws_trace_t0(w);
   fn(arg);
+  ws_trace_task(w, (ws_fnptr)fn, t0);
   struct pool *p = g->pool;
   /* seq_cst: pairs with an outside waiter's registration (ws_event). After
    * this decrement the group may be gone; only the pool is touched. */

@@ -13,6 +13,7 @@
 #include "nodes.h"
 #include "sleep.h"
 #include "task.h"
+#include "trace.h"
 
 #define WS_HIDDEN __attribute__((visibility("hidden")))
 
@@ -43,6 +44,7 @@ typedef struct ws_worker {
   size_t help_reserve; /* help while waiting only with more stack than this */
   ws_node_cache nodes;
   ws_stats stats;
+  ws_trace_buf *trace; /* NULL unless WSPOOL_TRACE is set */
   pthread_t thread;
   bool started;
   void *mem;           /* allocation backing this struct (see placement) */
@@ -60,6 +62,7 @@ struct pool {
   pool_config_t cfg;
   bool is_default;
   struct ws_placement *placement;
+  unsigned trace_pid; /* this pool's process track in the trace */
 };
 
 /* The calling thread's worker, NULL outside every pool. Initial-exec TLS:
@@ -96,6 +99,14 @@ static inline int ws_push(ws_worker *w, ws_task *t) {
 
 /* Put a runtime task on the pool's global queue (outside threads). */
 int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed);
+
+/* Trace a task run: t0 = ws_trace_t0(w); fn(arg); ws_trace_task(w, fn, t0). */
+static inline uint64_t ws_trace_t0(const ws_worker *w) {
+  return w && w->trace ? ws_trace_now() : 0;
+}
+static inline void ws_trace_task(ws_worker *w, ws_fnptr fn, uint64_t t0) {
+  if (w && w->trace) ws_trace_record(w->trace, WS_EV_TASK, fn, t0, 0);
+}
 
 static inline void ws_run(ws_worker *w, ws_task *t) {
   t->exec(t, w);

@@ -150,6 +150,7 @@ static void range_run(ws_worker *w, pf_range *r) {
   pf_job *job = r->job;
   const size_t cs = job->cs, n = r->n, nch = nchunks(n, cs);
   size_t low = 0, mid = nch, items = 0;
+  uint64_t t0 = ws_trace_t0(w);
   if (w && nch >= 2) {
     mid = nch - nch / 2; /* expose the upper half */
     ws_ptr_store(&r->owner, w, ws_relaxed);
@@ -189,6 +190,7 @@ static void range_run(ws_worker *w, pf_range *r) {
   }
   ws_ptr_store(&r->owner, NULL, ws_relaxed);
   range_release(r);
+  ws_trace_task(w, (ws_fnptr)job->body, t0);
   if (items) job_progress(job, items);
 }
 

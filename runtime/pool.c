@@ -152,8 +152,11 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
       return rc;
     }
 
+  ws_trace_pool_created(p);
+
   pthread_attr_t attr;
   if ((rc = pthread_attr_init(&attr)) != 0) {
+    ws_trace_pool_destroyed(p);
     free_pool(p);
     return rc == ENOMEM ? ENOMEM : EAGAIN;
   }
@@ -181,6 +184,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (rc) {
     pthread_attr_destroy(&attr);
     stop_workers(p);
+    ws_trace_pool_destroyed(p);
     free_pool(p);
     return rc;
   }
@@ -200,7 +204,17 @@ int pool_destroy(pool_t *pool) {
    * inside the pool meanwhile (pending only reaches 0 when none is left). */
   ws_block_until_zero(p, &p->pending);
   stop_workers(p);
+  /* Every task has run now, so every outside thread blocked on this pool
+   * (pool_sync, pool_group_wait, parallel_for, wait_idle) has its condition
+   * met. Wake them and wait until the last has left the pool's event: it
+   * lives in the memory we are about to free. */
+  while (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
+    ws_u32_fetch_add(&p->ext.epoch, 1, ws_seq_cst);
+    ws_futex_wake(&p->ext.epoch, INT_MAX);
+    sched_yield();
+  }
   ws_stats_report(p);
+  ws_trace_pool_destroyed(p);
   free_pool(p);
   return 0;
 }
@@ -255,7 +269,9 @@ static void submit_exec(ws_task *t, ws_worker *w) {
   void *arg = st->arg;
   struct pool *p = st->pool;
   ws_node_free((ws_node *)((char *)st - offsetof(ws_node, payload)), w);
+  uint64_t t0 = ws_trace_t0(w);
   fn(arg);
+  ws_trace_task(w, (ws_fnptr)fn, t0);
   ws_pending_done(p);
 }
 

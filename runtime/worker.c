@@ -51,7 +51,9 @@ static void plain_exec(ws_task *t, ws_worker *w) {
   pool_fn fn = pt->fn;
   void *arg = pt->arg;
   ws_node_free((ws_node *)((char *)pt - offsetof(ws_node, payload)), w);
+  uint64_t t0 = ws_trace_t0(w);
   fn(arg);
+  ws_trace_task(w, (ws_fnptr)fn, t0);
   ws_pending_done(p);
 }
 
@@ -82,6 +84,7 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
     ws_task *t = ws_deque_steal(&v->dq, &lost);
     if (t) {
       ws_counter_add(&w->stats.steals, 1);
+      if (w->trace) ws_trace_record(w->trace, WS_EV_STEAL, NULL, ws_trace_now(), v->id);
       if (v->numa != w->numa && v->numa >= 0 && w->numa >= 0)
         ws_counter_add(&w->stats.steals_remote, 1);
       return t;
@@ -237,7 +240,9 @@ void *ws_worker_main(void *arg) {
       break;
     }
     ws_counter_add(&w->stats.sleeps, 1);
+    uint64_t t0 = ws_trace_t0(w);
     ws_sleep_commit(&p->sleep, e);
+    if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     t = ws_find_work(w, NULL);
     if (t) {
       ws_sleep_chain(&p->sleep);

@@ -1,0 +1,197 @@
+/* Chrome trace-event output; see trace.h. The file uses the JSON array
+ * format, whose closing bracket is optional, so a process that dies before
+ * exit still leaves a file the viewers open. */
+#include "trace.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* Events per worker: 64 Ki x 32 bytes = 2 MiB per worker at most. */
+enum { TRACE_CAP = 1 << 16 };
+
+static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *trace_file;      /* NULL: tracing off (or closed at exit) */
+static uint64_t trace_epoch;  /* CLOCK_MONOTONIC ns at start */
+static unsigned trace_next_pid = 1;
+static bool trace_first = true;
+/* Pools being traced and not yet destroyed, written at exit. */
+static struct pool **live;
+static size_t nlive, caplive;
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t ws_trace_now(void) { return mono_ns() - trace_epoch; }
+
+void ws_trace_record(ws_trace_buf *b, uint32_t kind, ws_fnptr what, uint64_t t0, uint32_t arg) {
+  /* Single writer (the worker); the relaxed load of its own count is exact. */
+  uint64_t n = ws_u64_load(&b->count, ws_relaxed);
+  if (n >= b->cap) return;
+  ws_trace_event *e = &b->ev[n];
+  e->t0 = t0;
+  e->t1 = kind == WS_EV_STEAL ? t0 : ws_trace_now();
+  e->what = what;
+  e->kind = kind;
+  e->arg = arg;
+  /* Release: the exit-time writer, reading a live pool, sees whole events. */
+  ws_u64_store(&b->count, n + 1, ws_release);
+}
+
+static void sep(void) {
+  fputs(trace_first ? "\n" : ",\n", trace_file);
+  trace_first = false;
+}
+
+static void put_name(ws_fnptr fn) {
+  /* dladdr takes an object pointer; the union converts without a cast ISO C
+   * forbids (GCC documents union type punning). */
+  union {
+    ws_fnptr f;
+    void *p;
+  } addr = {.f = fn};
+  Dl_info info;
+  if (fn && dladdr(addr.p, &info) && info.dli_sname) {
+    fputc('"', trace_file);
+    for (const char *c = info.dli_sname; *c; c++)
+      if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) fputc(*c, trace_file);
+    fputc('"', trace_file);
+  } else {
+    fprintf(trace_file, "\"task %p\"", addr.p);
+  }
+}
+
+/* Under trace_lock. */
+static void write_pool(struct pool *p) {
+  if (!trace_file) return;
+  sep();
+  fprintf(trace_file,
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"wspool pool %u "
+          "(%u workers)\"}}",
+          p->trace_pid, p->trace_pid, p->nthreads);
+  for (unsigned i = 0; i < p->nthreads; i++) {
+    ws_worker *w = p->workers[i];
+    ws_trace_buf *b = w->trace;
+    if (!b) continue;
+    sep();
+    fprintf(trace_file,
+            "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":"
+            "\"worker %u\"}}",
+            p->trace_pid, i, i);
+    uint64_t n = ws_u64_load(&b->count, ws_acquire);
+    for (uint64_t k = 0; k < n; k++) {
+      ws_trace_event *e = &b->ev[k];
+      sep();
+      double ts = (double)e->t0 / 1e3, dur = (double)(e->t1 - e->t0) / 1e3;
+      switch (e->kind) {
+      case WS_EV_TASK:
+        fputs("{\"name\":", trace_file);
+        put_name(e->what);
+        fprintf(trace_file, ",\"cat\":\"task\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,"
+                            "\"dur\":%.3f}",
+                p->trace_pid, i, ts, dur);
+        break;
+      case WS_EV_STEAL:
+        fprintf(trace_file,
+                "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,"
+                "\"tid\":%u,\"ts\":%.3f,\"args\":{\"victim\":%u}}",
+                p->trace_pid, i, ts, e->arg);
+        break;
+      default:
+        fprintf(trace_file, "{\"name\":\"sleep\",\"cat\":\"sleep\",\"ph\":\"X\",\"pid\":%u,"
+                            "\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f}",
+                p->trace_pid, i, ts, dur);
+      }
+    }
+    if (n >= b->cap) {
+      sep();
+      fprintf(trace_file,
+              "{\"name\":\"trace buffer full: recording stopped\",\"ph\":\"i\",\"s\":\"t\","
+              "\"pid\":%u,\"tid\":%u,\"ts\":%.3f}",
+              p->trace_pid, i, (double)b->ev[n - 1].t1 / 1e3);
+    }
+  }
+  fflush(trace_file);
+}
+
+static void trace_at_exit(void) {
+  pthread_mutex_lock(&trace_lock);
+  for (size_t i = 0; i < nlive; i++) write_pool(live[i]);
+  nlive = 0;
+  if (trace_file) {
+    fputs("\n]\n", trace_file);
+    fclose(trace_file);
+    trace_file = NULL;
+  }
+  pthread_mutex_unlock(&trace_lock);
+}
+
+static void trace_init(void) {
+  const char *path = getenv("WSPOOL_TRACE");
+  if (!path || !*path) return;
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "wspool: ignoring WSPOOL_TRACE=\"%s\": cannot open it for writing\n", path);
+    return;
+  }
+  fputs("[", f);
+  trace_epoch = mono_ns();
+  trace_file = f;
+  atexit(trace_at_exit);
+}
+
+void ws_trace_pool_created(struct pool *p) {
+  pthread_once(&trace_once, trace_init);
+  pthread_mutex_lock(&trace_lock);
+  bool on = trace_file != NULL;
+  if (on) {
+    if (nlive == caplive) {
+      size_t cap = caplive ? 2 * caplive : 8;
+      struct pool **grown = realloc(live, cap * sizeof(*live));
+      if (grown) {
+        live = grown;
+        caplive = cap;
+      }
+    }
+    on = nlive < caplive;
+    if (on) {
+      live[nlive++] = p;
+      p->trace_pid = trace_next_pid++;
+    }
+  }
+  pthread_mutex_unlock(&trace_lock);
+  if (!on) return;
+  for (unsigned i = 0; i < p->nthreads; i++) {
+    ws_trace_buf *b = malloc(sizeof(ws_trace_buf) + TRACE_CAP * sizeof(ws_trace_event));
+    if (!b) continue; /* this worker goes untraced */
+    ws_u64_store(&b->count, 0, ws_relaxed);
+    b->cap = TRACE_CAP;
+    p->workers[i]->trace = b;
+  }
+}
+
+void ws_trace_pool_destroyed(struct pool *p) {
+  pthread_mutex_lock(&trace_lock);
+  for (size_t i = 0; i < nlive; i++)
+    if (live[i] == p) {
+      write_pool(p);
+      live[i] = live[--nlive];
+      break;
+    }
+  pthread_mutex_unlock(&trace_lock);
+  for (unsigned i = 0; i < p->nthreads; i++) {
+    if (!p->workers[i]) continue;
+    free(p->workers[i]->trace);
+    p->workers[i]->trace = NULL;
+  }
+}

@@ -1,0 +1,265 @@
+/* pool_destroy drains: everything submitted before it, and everything those
+ * tasks submit while the drain runs, has run exactly once when it returns.
+ *
+ *  1. Queued work: many slow-ish tasks submitted, destroy at once.
+ *  2. Destroy while every worker sleeps (idle pool, then after a burst).
+ *  3. Running tasks submit more (a tree grown during the drain), and tasks
+ *     that do fork/join (spawn/sync, groups) inside during the drain.
+ *  4. Create/destroy churn with work in flight: check_iters(200) cycles of
+ *     varied worker counts and loads, including destroy right after create
+ *     and destroy of a pool that never got work. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <wspool.h>
+
+#include "check.h"
+
+static atomic_uint *flags;
+static size_t nflags;
+
+static void reset_flags(size_t n) {
+  free((void *)flags);
+  flags = calloc(n ? n : 1, sizeof(atomic_uint));
+  CHECK(flags);
+  nflags = n;
+}
+
+static void check_all_once(size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned v = atomic_load(&flags[i]);
+    if (v != 1) {
+      fprintf(stderr, "task %zu ran %u times\n", i, v);
+      CHECK_EQ(v, 1);
+    }
+  }
+}
+
+/* A few microseconds of work the compiler cannot remove. */
+static void busy(unsigned iters) {
+  volatile unsigned x = 0;
+  for (unsigned i = 0; i < iters; i++) x += i;
+}
+
+static void slow_mark(void *arg) {
+  size_t i = (size_t)(uintptr_t)arg;
+  CHECK(i < nflags);
+  busy(2000);
+  atomic_fetch_add(&flags[i], 1);
+}
+
+static pool_t *make_pool(unsigned threads) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = threads;
+  pool_t *p = NULL;
+  CHECK_OK(pool_create(&p, &cfg));
+  return p;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {0, (long)ms * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* Let every worker pass its spin phase and go to sleep: wait 30 ms, then
+ * until each worker has slept at least once and its counters stand still
+ * over 2 ms (a spinning worker keeps counting failed steals). This only
+ * arranges the situation; nothing is asserted on timing. */
+static void wait_all_asleep(pool_t *p) {
+  unsigned n = pool_threads(p);
+  sleep_ms(30);
+  for (unsigned w = 0; w < n; w++) {
+    for (;;) {
+      pool_worker_stats_t a, b;
+      CHECK_OK(pool_worker_stats(p, w, &a));
+      sleep_ms(2);
+      CHECK_OK(pool_worker_stats(p, w, &b));
+      if (b.sleeps > 0 && !memcmp(&a, &b, sizeof a)) break;
+    }
+  }
+}
+
+/* ---- 1. queued work ----------------------------------------------------- */
+
+static void test_queued(unsigned threads, size_t n) {
+  reset_flags(n);
+  pool_t *p = make_pool(threads);
+  for (size_t i = 0; i < n; i++) CHECK_OK(pool_submit(p, slow_mark, (void *)(uintptr_t)i));
+  CHECK_OK(pool_destroy(p));
+  check_all_once(n);
+}
+
+/* ---- 2. destroy while asleep -------------------------------------------- */
+
+static void test_asleep(unsigned threads) {
+  pool_t *p = make_pool(threads);
+  wait_all_asleep(p);
+  CHECK_OK(pool_destroy(p));
+
+  reset_flags(200);
+  p = make_pool(threads);
+  for (size_t i = 0; i < 100; i++) CHECK_OK(pool_submit(p, slow_mark, (void *)(uintptr_t)i));
+  CHECK_OK(pool_wait_idle(p));
+  wait_all_asleep(p);
+  for (size_t i = 100; i < 200; i++) CHECK_OK(pool_submit(p, slow_mark, (void *)(uintptr_t)i));
+  CHECK_OK(pool_destroy(p));
+  check_all_once(200);
+}
+
+/* ---- 3. submissions during the drain ------------------------------------ */
+
+/* Separate flag arrays per kind of task. */
+static atomic_uint *tree_flags, *child_flags, *follow_flags;
+static size_t tree_nodes, fj_children;
+
+/* Tree in heap order, fanout 3; each node works a little before submitting
+ * its children, so the drain is well under way when they arrive. */
+static void tree_node(void *arg) {
+  size_t v = (size_t)(uintptr_t)arg;
+  CHECK(v < tree_nodes);
+  busy(500);
+  for (size_t c = 3 * v + 1; c <= 3 * v + 3 && c < tree_nodes; c++)
+    CHECK_OK(pool_submit(NULL, tree_node, (void *)(uintptr_t)c));
+  atomic_fetch_add(&tree_flags[v], 1);
+}
+
+/* Fork/join inside a task during the drain: fib with spawn/sync, and a
+ * group of children, all of which must have run. */
+static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
+
+typedef struct fib_arg {
+  int n;
+  long r;
+} fib_arg;
+
+static void fib_task(void *a) {
+  fib_arg *f = a;
+  if (f->n < 2) {
+    f->r = f->n;
+    return;
+  }
+  fib_arg x = {f->n - 1, 0}, y = {f->n - 2, 0};
+  pool_task_t t;
+  CHECK_OK(pool_spawn(NULL, &t, fib_task, &x));
+  fib_task(&y);
+  CHECK_OK(pool_sync(&t));
+  f->r = x.r + y.r;
+}
+
+static void group_child(void *arg) {
+  size_t i = (size_t)(uintptr_t)arg;
+  busy(100);
+  atomic_fetch_add(&child_flags[i], 1);
+}
+
+static void follow_up(void *arg) {
+  size_t i = (size_t)(uintptr_t)arg;
+  busy(2000);
+  atomic_fetch_add(&follow_flags[i], 1);
+}
+
+static void fj_root(void *arg) {
+  size_t slot = (size_t)(uintptr_t)arg;
+  fib_arg f = {16, 0};
+  fib_task(&f);
+  CHECK_EQ(f.r, fib_seq(16));
+  pool_group_t g;
+  CHECK_OK(pool_group_init(&g, NULL));
+  size_t base = slot * fj_children;
+  for (size_t i = 0; i < fj_children; i++)
+    CHECK_OK(pool_group_spawn(&g, group_child, (void *)(uintptr_t)(base + i)));
+  CHECK_OK(pool_group_wait(&g));
+  for (size_t i = 0; i < fj_children; i++) CHECK_EQ(atomic_load(&child_flags[base + i]), 1);
+  /* A fire-and-forget task submitted after the wait, still in the drain. */
+  CHECK_OK(pool_submit(NULL, follow_up, (void *)(uintptr_t)slot));
+}
+
+static atomic_uint *alloc_flags(size_t n) {
+  atomic_uint *f = calloc(n ? n : 1, sizeof(atomic_uint));
+  CHECK(f);
+  return f;
+}
+
+static void check_once(atomic_uint *f, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned v = atomic_load(&f[i]);
+    if (v != 1) {
+      fprintf(stderr, "%s %zu ran %u times\n", what, i, v);
+      CHECK_EQ(v, 1);
+    }
+  }
+}
+
+static void test_drain_submits(unsigned threads, size_t nodes, size_t roots) {
+  tree_nodes = nodes;
+  fj_children = 300;
+  tree_flags = alloc_flags(nodes);
+  child_flags = alloc_flags(roots * fj_children);
+  follow_flags = alloc_flags(roots);
+  pool_t *p = make_pool(threads);
+  CHECK_OK(pool_submit(p, tree_node, (void *)(uintptr_t)0));
+  for (size_t r = 0; r < roots; r++) CHECK_OK(pool_submit(p, fj_root, (void *)(uintptr_t)r));
+  CHECK_OK(pool_destroy(p));
+  check_once(tree_flags, nodes, "tree node");
+  check_once(child_flags, roots * fj_children, "group child");
+  check_once(follow_flags, roots, "follow-up");
+  free((void *)tree_flags);
+  free((void *)child_flags);
+  free((void *)follow_flags);
+}
+
+/* ---- 4. churn ------------------------------------------------------------ */
+
+static void churn_task(void *arg) {
+  size_t i = (size_t)(uintptr_t)arg;
+  CHECK(i < nflags);
+  /* Every 4th task submits a child at index i + 1 (reserved for it). */
+  if (i % 4 == 0) CHECK_OK(pool_submit(NULL, churn_task, (void *)(uintptr_t)(i + 1)));
+  busy(200);
+  atomic_fetch_add(&flags[i], 1);
+}
+
+static void test_churn(unsigned long cycles) {
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (unsigned long c = 0; c < cycles; c++) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    unsigned threads = 1 + (unsigned)(s % 4);
+    size_t roots = (c % 5 == 0) ? 0 : (size_t)((s >> 16) % 64);
+    /* Indices: roots at multiples of 4 spawn index+1; others are plain.
+     * Use 4 slots per root: [4k] spawns [4k+1]; [4k+2] plain; [4k+3] unused. */
+    size_t n = 4 * roots;
+    reset_flags(n);
+    pool_t *p = make_pool(threads);
+    for (size_t k = 0; k < roots; k++) {
+      CHECK_OK(pool_submit(p, churn_task, (void *)(uintptr_t)(4 * k)));
+      CHECK_OK(pool_submit(p, churn_task, (void *)(uintptr_t)(4 * k + 2)));
+    }
+    if (c % 7 == 3) CHECK_OK(pool_wait_idle(p));
+    CHECK_OK(pool_destroy(p));
+    for (size_t i = 0; i < n; i++) CHECK_EQ(atomic_load(&flags[i]), i % 4 == 3 ? 0 : 1);
+  }
+}
+
+int main(void) {
+  check_watchdog(200);
+  test_queued(1, check_iters(2000));
+  test_queued(2, check_iters(5000));
+  test_queued(4, check_iters(5000));
+  test_asleep(1);
+  test_asleep(2);
+  test_asleep(3);
+  test_drain_submits(1, check_iters(3000), 4);
+  test_drain_submits(2, check_iters(10000), 8);
+  test_drain_submits(4, check_iters(10000), 8);
+  test_churn(check_iters(200));
+  free((void *)flags);
+  return 0;
+}

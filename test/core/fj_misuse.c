@@ -1,0 +1,162 @@
+/* Fork/join misuse, inside a task and from an outside thread:
+ *  - pool_spawn with a NULL task or NULL fn -> EINVAL, nothing runs, and a
+ *    frame whose spawn failed is not syncable (EINVAL);
+ *  - pool_sync(NULL) -> EINVAL; on a zeroed or garbage never-spawned frame
+ *    -> EINVAL; a second sync of the same frame -> EINVAL (after an inline
+ *    run, after an out-of-order sync, and for a frame spawned from outside
+ *    and run by a worker);
+ *  - pool_group_spawn NULL fn -> EINVAL; group calls on NULL -> EINVAL; on
+ *    a zeroed (uninitialised) group -> EINVAL;
+ *  - pool_join with a NULL function -> EINVAL and neither side runs;
+ * and the pool keeps working afterwards. */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <wspool.h>
+
+#include "check.h"
+
+static atomic_int runs;
+static void count(void *p) {
+  (void)p;
+  atomic_fetch_add(&runs, 1);
+}
+
+static atomic_int release_flag;
+static void wait_release(void *p) {
+  (void)p;
+  while (!atomic_load(&release_flag)) sched_yield();
+  atomic_fetch_add(&runs, 1);
+}
+
+static void misuse(pool_t *pool) {
+  atomic_store(&runs, 0);
+  pool_task_t t;
+
+  CHECK_EQ(pool_spawn(pool, NULL, count, NULL), EINVAL);
+  CHECK_EQ(pool_spawn(NULL, NULL, count, NULL), EINVAL);
+  memset(&t, 0, sizeof t);
+  CHECK_EQ(pool_spawn(pool, &t, NULL, NULL), EINVAL);
+  CHECK_EQ(pool_spawn(NULL, &t, NULL, (void *)1), EINVAL);
+  CHECK_EQ(pool_spawn(pool, NULL, NULL, NULL), EINVAL);
+  CHECK_EQ(pool_sync(&t), EINVAL); /* its spawn failed: not a spawned frame */
+
+  CHECK_EQ(pool_sync(NULL), EINVAL);
+  memset(&t, 0, sizeof t);
+  CHECK_EQ(pool_sync(&t), EINVAL);
+  CHECK_EQ(pool_sync(&t), EINVAL);
+  memset(&t, 0xFF, sizeof t);
+  CHECK_EQ(pool_sync(&t), EINVAL);
+
+  /* Double sync: the common inline case. */
+  CHECK_OK(pool_spawn(pool, &t, count, NULL));
+  CHECK_OK(pool_sync(&t));
+  CHECK_EQ(pool_sync(&t), EINVAL);
+  CHECK_EQ(atomic_load(&runs), 1);
+
+  /* Double sync after an out-of-order sync (the newer one ran first). */
+  pool_task_t a, b;
+  CHECK_OK(pool_spawn(pool, &a, count, NULL));
+  CHECK_OK(pool_spawn(pool, &b, count, NULL));
+  CHECK_OK(pool_sync(&a));
+  CHECK_OK(pool_sync(&b));
+  CHECK_EQ(pool_sync(&a), EINVAL);
+  CHECK_EQ(pool_sync(&b), EINVAL);
+  CHECK_EQ(atomic_load(&runs), 3);
+
+  /* Many frames, synced, then each synced again. */
+  pool_task_t many[300];
+  for (int i = 0; i < 300; i++) CHECK_OK(pool_spawn(pool, &many[i], count, NULL));
+  for (int i = 0; i < 300; i += 2) CHECK_OK(pool_sync(&many[i]));
+  for (int i = 1; i < 300; i += 2) CHECK_OK(pool_sync(&many[i]));
+  for (int i = 0; i < 300; i++) CHECK_EQ(pool_sync(&many[i]), EINVAL);
+  CHECK_EQ(atomic_load(&runs), 303);
+
+  /* Groups. */
+  pool_group_t g;
+  CHECK_EQ(pool_group_init(NULL, pool), EINVAL);
+  CHECK_EQ(pool_group_spawn(NULL, count, NULL), EINVAL);
+  CHECK_EQ(pool_group_spawn(NULL, NULL, NULL), EINVAL);
+  CHECK_EQ(pool_group_wait(NULL), EINVAL);
+  memset(&g, 0, sizeof g);
+  CHECK_EQ(pool_group_spawn(&g, count, NULL), EINVAL); /* uninitialised */
+  CHECK_EQ(pool_group_wait(&g), EINVAL);
+  CHECK_OK(pool_group_init(&g, pool));
+  CHECK_EQ(pool_group_spawn(&g, NULL, NULL), EINVAL);
+  CHECK_EQ(pool_group_spawn(&g, NULL, (void *)1), EINVAL);
+  CHECK_OK(pool_group_wait(&g)); /* the failed spawns added nothing */
+  CHECK_OK(pool_group_spawn(&g, count, NULL));
+  CHECK_OK(pool_group_wait(&g));
+  CHECK_EQ(atomic_load(&runs), 304);
+
+  /* pool_join. */
+  CHECK_EQ(pool_join(pool, NULL, NULL, count, NULL), EINVAL);
+  CHECK_EQ(pool_join(pool, count, NULL, NULL, NULL), EINVAL);
+  CHECK_EQ(pool_join(pool, NULL, NULL, NULL, NULL), EINVAL);
+  CHECK_EQ(pool_join(NULL, NULL, NULL, count, NULL), EINVAL);
+  CHECK_EQ(atomic_load(&runs), 304); /* no side ran */
+  CHECK_OK(pool_join(pool, count, NULL, count, NULL));
+  CHECK_EQ(atomic_load(&runs), 306);
+}
+
+static void misuse_task(void *p) {
+  pool_t *pool = p;
+  misuse(pool);
+  misuse(NULL);
+}
+
+/* Double sync where the older frame is synced first, repeatedly, with idle
+ * thieves around (on 2+ workers they may ask for and steal it). */
+typedef struct stolen_arg {
+  int sync1, sync2;
+} stolen_arg;
+
+static void stolen_task(void *p) {
+  stolen_arg *s = p;
+  pool_task_t t;
+  atomic_store(&release_flag, 0);
+  CHECK_OK(pool_spawn(NULL, &t, count, NULL));
+  /* A second spawn publishes older frames when a thief asked for work. */
+  pool_task_t u;
+  CHECK_OK(pool_spawn(NULL, &u, count, NULL));
+  s->sync1 = pool_sync(&t);
+  s->sync2 = pool_sync(&t);
+  CHECK_OK(pool_sync(&u));
+  CHECK_EQ(pool_sync(&u), EINVAL);
+}
+
+int main(void) {
+  check_watchdog(60);
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  for (unsigned threads = 1; threads <= 3; threads++) {
+    cfg.threads = threads;
+    pool_t *pool;
+    CHECK_OK(pool_create(&pool, &cfg));
+    /* Inside a task. */
+    CHECK_OK(pool_submit(pool, misuse_task, pool));
+    CHECK_OK(pool_wait_idle(pool));
+    /* From outside (the frames go through the global queue). */
+    misuse(pool);
+    /* A frame spawned from outside, run by a worker: double sync. */
+    atomic_store(&runs, 0);
+    atomic_store(&release_flag, 1);
+    pool_task_t t;
+    CHECK_OK(pool_spawn(pool, &t, wait_release, NULL));
+    CHECK_OK(pool_sync(&t));
+    CHECK_EQ(pool_sync(&t), EINVAL);
+    CHECK_EQ(atomic_load(&runs), 1);
+    for (int r = 0; r < 20; r++) {
+      stolen_arg s = {-1, -1};
+      CHECK_OK(pool_submit(pool, stolen_task, &s));
+      CHECK_OK(pool_wait_idle(pool));
+      CHECK_EQ(s.sync1, 0);
+      CHECK_EQ(s.sync2, EINVAL);
+    }
+    CHECK_OK(pool_destroy(pool));
+  }
+  /* The NULL pool from outside is the default pool. */
+  misuse(NULL);
+  return 0;
+}

@@ -1,0 +1,72 @@
+/* WSPOOL_TRACE: a child process runs known work on two pools (one destroyed,
+ * one left alive until exit) and the parent checks the file: a JSON array,
+ * a process track per pool, a thread track per worker, exactly one slice per
+ * task run, named after the task function, and a complete file at exit. */
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <wspool.h>
+
+#include "check.h"
+
+enum { NTASKS = 1000 };
+
+/* Exported (and the executable linked with -rdynamic) so dladdr can name it. */
+void traced_task(void *arg);
+void traced_task(void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
+
+static void child(const char *path) {
+  setenv("WSPOOL_TRACE", path, 1);
+  atomic_int n = 0;
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 2;
+  pool_t *a, *b;
+  CHECK_OK(pool_create(&a, &cfg));
+  cfg.threads = 3;
+  CHECK_OK(pool_create(&b, &cfg));
+  for (int i = 0; i < NTASKS; i++) CHECK_OK(pool_submit(a, traced_task, &n));
+  for (int i = 0; i < NTASKS; i++) CHECK_OK(pool_submit(b, traced_task, &n));
+  CHECK_OK(pool_wait_idle(a));
+  CHECK_OK(pool_wait_idle(b));
+  CHECK_EQ(atomic_load(&n), 2 * NTASKS);
+  CHECK_OK(pool_destroy(a));
+  exit(0); /* b is written by the exit handler */
+}
+
+static size_t count(const char *text, const char *needle) {
+  size_t k = 0;
+  for (const char *s = text; (s = strstr(s, needle)) != NULL; s++) k++;
+  return k;
+}
+
+int main(void) {
+  check_watchdog(60);
+  char path[] = "/tmp/wspool-trace-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) child(path);
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  FILE *f = fopen(path, "r");
+  CHECK(f);
+  static char text[1 << 22];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  unlink(path);
+  text[len] = 0;
+  CHECK(len > 0 && len < sizeof text - 1);
+  CHECK(text[0] == '[');
+  CHECK(strstr(text, "\n]\n") == text + len - 3); /* closed at exit */
+  CHECK_EQ(count(text, "\"process_name\""), 2);
+  CHECK_EQ(count(text, "\"thread_name\""), 5);
+  CHECK_EQ(count(text, "wspool pool 1 (2 workers)"), 1);
+  CHECK_EQ(count(text, "wspool pool 2 (3 workers)"), 1);
+  CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 2 * NTASKS);
+  CHECK_EQ(count(text, "recording stopped"), 0);
+  return 0;
+}

@@ -30,7 +30,10 @@ libs=$(pkg-config --define-variable=prefix="$root" --libs wspool)
 cc -std=gnu11 -o "$tmp/hello" "$src/examples/hello.c" $cflags $libs
 LD_LIBRARY_PATH="$libdir" "$tmp/hello" 20
 # The program must have used the installed shared library.
-LD_LIBRARY_PATH="$libdir" ldd "$tmp/hello" | grep -q "$libdir/libwspool.so.0"
+# (ldd's output is captured first: with pipefail, grep -q exiting early would
+# fail the pipeline through ldd's SIGPIPE.)
+linked=$(LD_LIBRARY_PATH="$libdir" ldd "$tmp/hello")
+grep -q "$libdir/libwspool.so.0" <<<"$linked" || { echo "not linked to the installed library"; exit 1; }
 
 # Static libwspool; its private requirements (hwloc, ...) linked as shared
 # libraries, as Debian ships some of theirs (libudev) only shared.
@@ -41,7 +44,8 @@ deps=$( [ -z "$private" ] || pkg-config --libs $private)
 cc -std=gnu11 -o "$tmp/hello-static" "$src/examples/hello.c" $cflags \
   -L"$libdir" -Wl,-Bstatic -lwspool -Wl,-Bdynamic $deps -lpthread -ldl
 "$tmp/hello-static" 20
-! ldd "$tmp/hello-static" | grep -q libwspool
+linked=$(ldd "$tmp/hello-static")
+if grep -q libwspool <<<"$linked"; then echo "static build still loads libwspool.so"; exit 1; fi
 
 # As a meson subproject: dependency('wspool') falls back to it.
 mkdir -p "$tmp/user/subprojects"

@@ -168,14 +168,18 @@ static void range_run(ws_worker *w, pf_range *r) {
       job->body(r->base + lo, r->base + hi, job->ctx);
       items += hi - lo;
       low++;
-      if (w && mid - low >= 2) {
+      if (w) {
         uint64_t s = ws_u64_load(&r->split, ws_relaxed);
-        if (mid_of(s) == high_of(s)) {
+        if (mid_of(s) == high_of(s) && mid - low >= 2) {
           /* A thief emptied the steal range: expose the upper half of what
            * we still hold. Only the owner writes an empty steal range. */
           size_t newmid = low + (mid - low) / 2;
           ws_u64_store(&r->split, pack(newmid, mid), ws_release);
           mid = newmid;
+          expose_handle(w, r);
+        } else if (mid_of(s) != high_of(s)) {
+          /* Work is exposed: make sure a handle to it is on a deque (we may
+           * have consumed our own while helping further down this stack). */
           expose_handle(w, r);
         }
       }

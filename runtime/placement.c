@@ -124,15 +124,19 @@ static int allowed_list(int **out) {
   return k;
 }
 
+/* Binding was asked for and cannot be done here (err from the probe): an
+ * error with bind_strict, else a warning and an unbound pool. */
+static int binding_impossible(struct pool *p, struct ws_placement *pl, int err) {
+  if (err == ENOMEM) return ENOMEM;
+  if (p->cfg.bind_strict) return ENOTSUP;
+  warn_unbound(err);
+  pl->how = "unbound: binding impossible";
+  return 0;
+}
+
 static int portable_plan(struct pool *p, struct ws_placement *pl) {
   int err = probe_affinity();
-  if (err == ENOMEM) return ENOMEM;
-  if (err) {
-    if (p->cfg.bind_strict) return ENOTSUP;
-    warn_unbound(err);
-    pl->how = "unbound: binding impossible";
-    return 0;
-  }
+  if (err) return binding_impossible(p, pl, err);
   int *cpus;
   int k = allowed_list(&cpus);
   if (k < 0) return ENOMEM;
@@ -302,13 +306,7 @@ static int hw_plan(struct pool *p, struct ws_placement *pl) {
   bool here = hwloc_topology_is_thissystem(t);
   if (here) {
     int err = hw_can_bind(t);
-    if (err == ENOMEM) return ENOMEM;
-    if (err) {
-      if (p->cfg.bind_strict) return ENOTSUP;
-      warn_unbound(err);
-      pl->how = "unbound: binding impossible";
-      return 0;
-    }
+    if (err) return binding_impossible(p, pl, err);
   }
   hwloc_bitmap_t usable = usable_set(t, here);
   if (!usable) return ENOMEM;

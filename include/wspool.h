@@ -186,8 +186,9 @@ typedef struct pool_task {
 /**
  * \brief Spawn `fn(arg)` into \p task, to run possibly in parallel.
  *
- * From a worker the frame goes on the worker's deque (no lock, no
- * allocation); from another thread, on the pool's global queue.
+ * From a worker the frame stays private to the worker (no lock, no
+ * allocation, no fence) until a thief could use it, then goes on the
+ * worker's deque; from another thread, on the pool's global queue.
  * Every successful spawn must be matched by one pool_sync() on the same
  * frame, from the same thread, before the frame's storage goes away.
  * \return 0; EINVAL for a NULL \p task or \p fn, or no pool; ESHUTDOWN for an
@@ -201,8 +202,8 @@ POOL_API int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg);
  *
  * If the task is still in the caller's deque it runs inline (the common,
  * LIFO case; any order is allowed). If it was stolen, the caller keeps
- * working while it waits: its own deque, then stealing, first from the thief
- * that took it. A waiting worker runs other tasks on its own stack only while
+ * working while it waits: its own deque, the global queue, then stealing,
+ * first from the thief that took it. A waiting worker runs other tasks on its own stack only while
  * more than a quarter of its stack (and at least 64 KiB) is left; past that
  * it waits without helping, so deep or wide trees cannot overflow it.
  * From a thread outside the pool: blocks until a worker has run it (the

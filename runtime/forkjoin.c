@@ -1,11 +1,12 @@
 /* Fork/join: pool_spawn/pool_sync on caller-owned frames, pool_join, and
  * task groups (docs/design.md, "Fork/join").
  *
- * A spawn from a worker is a frame initialised in place and one deque push:
- * nothing is allocated. The matching sync pops the deque; in the common LIFO
- * case it gets its own frame back and calls the function inline, so a
- * spawn/sync pair costs a push, a pop (one seq_cst fence) and a call. If the
- * frame was stolen, the syncer helps: it steals from the thief first
+ * A spawn from a worker is a frame initialised in place (nothing is
+ * allocated) and, in the common case, one store into the worker's private
+ * frame array; the matching sync finds it on top and calls the function
+ * inline: no fence, no atomic RMW. Frames are published to the Chase-Lev
+ * deque lazily (below). A published frame is synced through the deque's
+ * pop; if it was stolen, the syncer helps: it steals from the thief first
  * (leapfrogging: what the thief pushed is the stolen task's own subtree),
  * then anywhere, within the stack bound described in wspool.h. */
 #include <errno.h>
@@ -55,10 +56,12 @@ static void frame_exec(ws_task *t, ws_worker *w) {
 /* Private frames (lazy publication, after Lace's split deque). A spawn
  * stays in the owner's private array, which costs no fence and no atomic
  * RMW, while the public deque still holds work for thieves. When the public
- * deque is empty, or a thief found it empty and set `hungry`, the spawn
- * publishes the oldest half of the private frames (the biggest subtrees)
- * instead; so parallelism appears as soon as anyone can use it, and a
- * recursion that nobody steals from runs at close to plain-call cost. */
+ * deque is empty (as the owner sees it: a relaxed read of top, which only
+ * changes on a steal), or a thief found it empty and set `hungry`, the
+ * spawn publishes the oldest half of the private frames (the biggest
+ * subtrees), or itself when there are none; so parallelism appears as soon
+ * as anyone can use it, and a recursion that nobody steals from runs at
+ * close to plain-call cost. */
 
 void ws_publish(ws_worker *w, size_t n) {
   int64_t first_before = 1;
@@ -117,10 +120,10 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     return rc;
   }
   frame_init(f, fn, arg, w, p);
-  if (ws_u32_load(&w->hungry, ws_relaxed)) {
-    /* A thief found our deque empty: publish the oldest half of the private
-     * frames, or this one if there are none. */
-    ws_u32_store(&w->hungry, 0, ws_relaxed);
+  if (ws_u32_load(&w->hungry, ws_relaxed) || ws_deque_size_hint(&w->dq) <= 0) {
+    /* Nothing public, or a thief found it so: publish the oldest half of
+     * the private frames, or this one if there are none. */
+    if (ws_u32_load(&w->hungry, ws_relaxed)) ws_u32_store(&w->hungry, 0, ws_relaxed);
     size_t n = w->priv_hi - w->priv_lo;
     if (n == 0) {
       if (ws_push(w, &f->hdr) == 0) return 0;
@@ -146,7 +149,8 @@ int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   if (__builtin_expect(w && task && fn && (!pool || pool == w->pool) &&
                            w->priv_hi != w->priv_cap &&
-                           !ws_u32_load(&w->hungry, ws_relaxed),
+                           !ws_u32_load(&w->hungry, ws_relaxed) &&
+                           ws_deque_size_hint(&w->dq) > 0,
                        1)) {
     /* The common case: a private frame. Only the owner will read it unless
      * it is published later (ws_publish sets the rest). */

@@ -63,26 +63,9 @@ bool ws_gqueue_pop(ws_gqueue *q, ws_gitem *out) {
     *out = q->ring[q->head];
     q->head = (q->head + 1) % q->cap;
     q->count--;
-    found = out->task != NULL || out->fn != NULL; /* skip tombstones */
+    found = true;
   }
   ws_i64_store(&q->size_hint, (int64_t)q->count, ws_relaxed);
-  pthread_mutex_unlock(&q->lock);
-  return found;
-}
-
-bool ws_gqueue_remove(ws_gqueue *q, const ws_task *task) {
-  bool found = false;
-  pthread_mutex_lock(&q->lock);
-  /* Newest first: the entry an outside spawner syncs is usually its last. */
-  for (size_t i = q->count; i-- > 0;) {
-    ws_gitem *it = &q->ring[(q->head + i) % q->cap];
-    if (it->task == task) {
-      it->task = NULL;
-      it->fn = NULL;
-      found = true;
-      break;
-    }
-  }
   pthread_mutex_unlock(&q->lock);
   return found;
 }

@@ -14,8 +14,7 @@
 #include "task.h"
 
 /* An entry: either a runtime task (task != NULL) or a plain fn(arg) submitted
- * from outside, stored by value so an outside submit allocates nothing. A
- * removed entry is a tombstone: task == NULL and fn == NULL. */
+ * from outside, stored by value so an outside submit allocates nothing. */
 typedef struct ws_gitem {
   ws_task *task;
   pool_fn fn;
@@ -36,9 +35,6 @@ void ws_gqueue_destroy(ws_gqueue *q);
 int ws_gqueue_push(ws_gqueue *q, const ws_gitem *item, bool refuse_closed);
 /* Takes the oldest live entry; false when empty. */
 bool ws_gqueue_pop(ws_gqueue *q, ws_gitem *out);
-/* Turns the entry holding `task` into a tombstone; false if no worker
- * left it there (it was taken). */
-bool ws_gqueue_remove(ws_gqueue *q, const ws_task *task);
 /* From now on pushes with refuse_closed fail with ESHUTDOWN. */
 void ws_gqueue_close(ws_gqueue *q);
 

@@ -29,7 +29,7 @@ typedef struct ws_worker {
   size_t priv_lo, priv_hi, priv_cap;
   /* Set by a thief that found `dq` empty: publish at the next spawn. */
   WS_ALIGNED ws_u32 hungry;
-  struct pool *pool;
+  WS_ALIGNED struct pool *pool; /* a new line: thieves write `hungry` */
   unsigned id;
   int cpu;       /* bound PU (OS index) or -1 */
   int numa;      /* NUMA node of that PU, or -1 */

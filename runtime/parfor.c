@@ -25,9 +25,12 @@
  *   empty steal range), so a range stays stealable until it is nearly done.
  *
  * Departure from seed 003: there the thief computes the new mid from the
- * owner's `low`, which it reads separately from the CAS'd pair; an owner that
- * advances past the thief's stale read can then be handed items it already
- * ran. Here only the owner computes a mid, from its own exact low.
+ * owner's `low`, read separately from the CAS'd pair, so correctness rests
+ * on the owner publishing every advance of low with a full barrier before
+ * it reads the pair (an exchange per item) and on a global argument about
+ * how stale that read can be. Here only the owner computes a mid, from its
+ * own exact low, so low stays private (no barrier per chunk) and each CAS
+ * is correct on its own.
  *
  * Thieves find a running range through a steal handle: a second task header
  * in the range object, pushed on the owner's deque while the range runs. The

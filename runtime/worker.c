@@ -15,8 +15,9 @@
 
 __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 
-/* Failed rounds before an idle worker sleeps: ~tens of microseconds of
- * polling, short enough that an idle pool costs nothing measurable. */
+/* Failed rounds before an idle worker sleeps: about 0.1 ms of polling with
+ * one worker (more when workers outnumber CPUs, as each round yields), short
+ * enough that an idle pool costs nothing measurable. */
 enum { SPIN_ROUNDS = 64 };
 
 static inline void cpu_relax(void) {

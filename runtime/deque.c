@@ -5,23 +5,41 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static ws_array *array_new(int64_t size) {
-  ws_array *a = malloc(sizeof(ws_array) + (size_t)size * sizeof(ws_ptr));
-  if (!a) return NULL;
+static void array_clear(ws_array *a, int64_t size) {
   a->mask = size - 1;
   a->retired = NULL;
   for (int64_t i = 0; i < size; i++) ws_ptr_store(&a->slot[i], NULL, ws_relaxed);
+}
+
+static ws_array *array_new(int64_t size) {
+  ws_array *a = malloc(sizeof(ws_array) + (size_t)size * sizeof(ws_ptr));
+  if (a) array_clear(a, size);
   return a;
+}
+
+static void deque_start(ws_deque *d, ws_array *a, ws_array *embedded) {
+  ws_i64_store(&d->top, 0, ws_relaxed);
+  ws_i64_store(&d->bottom, 0, ws_relaxed);
+  ws_ptr_store(&d->array, a, ws_relaxed);
+  d->retired = NULL;
+  d->embedded = embedded;
 }
 
 int ws_deque_init(ws_deque *d, unsigned log_size) {
   ws_array *a = array_new((int64_t)1 << log_size);
   if (!a) return ENOMEM;
-  ws_i64_store(&d->top, 0, ws_relaxed);
-  ws_i64_store(&d->bottom, 0, ws_relaxed);
-  ws_ptr_store(&d->array, a, ws_relaxed);
-  d->retired = NULL;
+  deque_start(d, a, NULL);
   return 0;
+}
+
+size_t ws_deque_array_bytes(unsigned log_size) {
+  return sizeof(ws_array) + ((size_t)1 << log_size) * sizeof(ws_ptr);
+}
+
+void ws_deque_init_in(ws_deque *d, unsigned log_size, void *storage) {
+  ws_array *a = storage;
+  array_clear(a, (int64_t)1 << log_size);
+  deque_start(d, a, a);
 }
 
 int ws_deque_grow(ws_deque *d, int64_t top, int64_t bottom) {
@@ -44,10 +62,10 @@ int ws_deque_grow(ws_deque *d, int64_t top, int64_t bottom) {
 
 void ws_deque_destroy(ws_deque *d) {
   ws_array *a = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
-  free(a);
+  if (a != d->embedded) free(a);
   for (ws_array *r = d->retired; r;) {
     ws_array *next = r->retired;
-    free(r);
+    if (r != d->embedded) free(r);
     r = next;
   }
   d->retired = NULL;

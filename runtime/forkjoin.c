@@ -87,7 +87,15 @@ static int priv_grow(ws_worker *w) {
     w->priv_lo = 0;
     return 0;
   }
-  ws_task **grown = realloc(w->priv, 2 * w->priv_cap * sizeof(ws_task *));
+  /* The first array lives in the worker's NUMA-local block (pool.c): copy
+   * out of it instead of reallocating it. */
+  ws_task **grown;
+  if (w->priv == w->priv_embedded) {
+    grown = malloc(2 * w->priv_cap * sizeof(ws_task *));
+    if (grown) memcpy(grown, w->priv, w->priv_hi * sizeof(ws_task *));
+  } else {
+    grown = realloc(w->priv, 2 * w->priv_cap * sizeof(ws_task *));
+  }
   if (!grown) return ENOMEM;
   w->priv = grown;
   w->priv_cap *= 2;

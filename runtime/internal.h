@@ -27,6 +27,7 @@ typedef struct ws_worker {
    * everything in `dq`, not yet visible to thieves. Owner only. */
   ws_task **priv;
   size_t priv_lo, priv_hi, priv_cap;
+  ws_task **priv_embedded; /* the first array, inside the worker's block */
   /* Set by a thief that found `dq` empty: publish at the next spawn. */
   WS_ALIGNED ws_u32 hungry;
   WS_ALIGNED struct pool *pool; /* a new line: thieves write `hungry` */

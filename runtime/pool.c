@@ -12,7 +12,12 @@
 
 void *ws_worker_main(void *arg);
 
-enum { DEFAULT_STACK = 8u << 20, MIN_HELP_RESERVE = 64u << 10, DEQUE_LOG_SIZE = 8 };
+enum {
+  DEFAULT_STACK = 8u << 20,
+  MIN_HELP_RESERVE = 64u << 10,
+  DEQUE_LOG_SIZE = 8,
+  PRIV_INITIAL = 256
+};
 
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 static struct pool *default_pool;
@@ -41,7 +46,7 @@ static unsigned allowed_cpus(void) {
 static void free_worker(struct pool *p, ws_worker *w) {
   if (!w) return;
   ws_deque_destroy(&w->dq);
-  free(w->priv);
+  if (w->priv != w->priv_embedded) free(w->priv);
   ws_nodes_destroy(&w->nodes);
   free(w->victims);
   ws_placement_dealloc(p, w->mem, w->mem_size);
@@ -57,11 +62,18 @@ static void free_pool(struct pool *p) {
   free(p);
 }
 
+/* One allocation per worker, on its NUMA node (ws_placement_alloc): the
+ * worker struct, the first array of its deque and its private frame array,
+ * the memory its owner touches on every task. What grows later is
+ * allocated by the (bound) worker itself, so first touch keeps it local. */
 static int new_worker(struct pool *p, unsigned i) {
-  size_t size = (sizeof(ws_worker) + WS_CACHELINE - 1) / WS_CACHELINE * WS_CACHELINE;
-  void *mem = ws_placement_alloc(p, i, size);
+  size_t head = (sizeof(ws_worker) + WS_CACHELINE - 1) / WS_CACHELINE * WS_CACHELINE;
+  size_t ring = (ws_deque_array_bytes(DEQUE_LOG_SIZE) + WS_CACHELINE - 1) / WS_CACHELINE * WS_CACHELINE;
+  size_t priv = PRIV_INITIAL * sizeof(ws_task *);
+  size_t size = head + ring + priv;
+  char *mem = ws_placement_alloc(p, i, size);
   if (!mem) return ENOMEM;
-  ws_worker *w = mem;
+  ws_worker *w = (ws_worker *)mem;
   memset(w, 0, sizeof(*w));
   w->mem = mem;
   w->mem_size = size;
@@ -73,20 +85,10 @@ static int new_worker(struct pool *p, unsigned i) {
   size_t stack = p->cfg.stack_size;
   w->help_reserve = stack / 4 > MIN_HELP_RESERVE ? stack / 4 : MIN_HELP_RESERVE;
   ws_nodes_init(&w->nodes);
+  ws_deque_init_in(&w->dq, DEQUE_LOG_SIZE, mem + head);
+  w->priv = w->priv_embedded = (ws_task **)(mem + head + ring);
+  w->priv_cap = PRIV_INITIAL;
   p->workers[i] = w;
-  w->priv_cap = 256;
-  w->priv = malloc(w->priv_cap * sizeof(ws_task *));
-  if (!w->priv) {
-    p->workers[i] = NULL;
-    ws_placement_dealloc(p, mem, size);
-    return ENOMEM;
-  }
-  if (ws_deque_init(&w->dq, DEQUE_LOG_SIZE) != 0) {
-    p->workers[i] = NULL;
-    free(w->priv);
-    ws_placement_dealloc(p, mem, size);
-    return ENOMEM;
-  }
   return 0;
 }
 

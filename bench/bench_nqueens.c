@@ -241,20 +241,10 @@ int main(void) {
   bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
   bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
   printf("\nratios (medians):\n");
-  printf("  wspool group       T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
-         g1->med / ts->med, g1->med / g2->med, ts->med / g2->med);
-  printf("  wspool spawn/sync  T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
-         s1->med / ts->med, s1->med / s2->med, ts->med / s2->med);
-  if (o1 && o2)
-    printf("  OpenMP tasks       T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
-           o1->med / ts->med, o1->med / o2->med, ts->med / o2->med);
-  else
-    printf("  OpenMP tasks       unavailable (built without OpenMP)\n");
-  if (b1 && b2)
-    printf("  oneTBB task_group  T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n",
-           b1->med / ts->med, b1->med / b2->med, ts->med / b2->med);
-  else
-    printf("  oneTBB task_group  unavailable (built without oneTBB)\n");
+  bench_ratio_line("wspool group", ts, g1, g2, "");
+  bench_ratio_line("wspool spawn/sync", ts, s1, s2, "");
+  bench_ratio_line("OpenMP tasks", ts, o1, o2, "built without OpenMP");
+  bench_ratio_line("oneTBB task_group", ts, b1, b2, "built without oneTBB");
   printf("\ntarget: none set by the issue for nqueens (reference figures only)\n");
 
   for (int i = 0; i < 2; i++) pool_destroy(pools[i]);

@@ -240,6 +240,19 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
   }
 }
 
+/* One line of the ratios summary: T1/Ts, T1/T2 and the speedup Ts/T2 of a
+ * runtime measured with 1 and 2 threads, or "unavailable (why)" when either
+ * run is missing (a peer that was not built). */
+static inline void bench_ratio_line(const char *label, const bench_variant *ts,
+                                    const bench_variant *t1, const bench_variant *t2,
+                                    const char *why_missing) {
+  if (t1 && t2)
+    printf("  %-18s T1/Ts = %.2f  T1/T2 = %.2f  speedup Ts/T2 = %.2f\n", label, t1->med / ts->med,
+           t1->med / t2->med, ts->med / t2->med);
+  else
+    printf("  %-18s unavailable (%s)\n", label, why_missing);
+}
+
 /* The variant named `name`, or NULL (or not available). */
 static inline bench_variant *bench_find(bench_variant *v, int nv, const char *name) {
   for (int i = 0; i < nv; i++)

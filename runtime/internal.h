@@ -146,6 +146,8 @@ static inline void ws_pending_done(struct pool *p) {
  * worker: fill w->cpu (planned PU or -1), w->numa and the victim order.
  * bind: bind the started thread of w; 0 or an errno value. */
 struct ws_placement;
+/* CPUs in the calling thread's affinity (taskset, cgroup cpusets), at least 1. */
+unsigned ws_allowed_cpus(void);
 int ws_placement_plan(struct pool *p);
 int ws_placement_worker(struct pool *p, ws_worker *w);
 int ws_placement_bind(struct pool *p, ws_worker *w);

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef WS_HAVE_HWLOC
 #include <hwloc.h>
@@ -122,6 +123,18 @@ static int allowed_list(int **out) {
   CPU_FREE(set);
   *out = cpus;
   return k;
+}
+
+unsigned ws_allowed_cpus(void) {
+  size_t size;
+  cpu_set_t *set = get_affinity(&size);
+  if (set) {
+    int n = CPU_COUNT_S(size, set);
+    CPU_FREE(set);
+    if (n > 0) return (unsigned)n;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1;
 }
 
 /* Binding was asked for and cannot be done here (err from the probe): an

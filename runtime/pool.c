@@ -23,26 +23,6 @@ static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 static struct pool *default_pool;
 static int default_err;
 
-/* CPUs in the calling thread's affinity mask (taskset, cgroup cpusets),
- * with a mask sized for the machine: a fixed cpu_set_t stops at 1024. */
-static unsigned allowed_cpus(void) {
-  for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
-    cpu_set_t *set = CPU_ALLOC(ncpu);
-    if (!set) break;
-    size_t size = CPU_ALLOC_SIZE(ncpu);
-    if (sched_getaffinity(0, size, set) == 0) {
-      int n = CPU_COUNT_S(size, set);
-      CPU_FREE(set);
-      if (n > 0) return (unsigned)n;
-      break;
-    }
-    CPU_FREE(set);
-    if (errno != EINVAL) break; /* EINVAL: the mask is too small */
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1;
-}
-
 static void free_worker(struct pool *p, ws_worker *w) {
   if (!w) return;
   ws_deque_destroy(&w->dq);
@@ -113,7 +93,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (cfg.threads > POOL_MAX_THREADS) return EINVAL;
   if (cfg.bind != POOL_BIND_NONE && cfg.bind != POOL_BIND_CORE && cfg.bind != POOL_BIND_SPREAD)
     return EINVAL;
-  if (cfg.threads == 0) cfg.threads = allowed_cpus();
+  if (cfg.threads == 0) cfg.threads = ws_allowed_cpus();
   if (cfg.stack_size == 0) cfg.stack_size = DEFAULT_STACK;
   if (cfg.stack_size < (size_t)PTHREAD_STACK_MIN) cfg.stack_size = (size_t)PTHREAD_STACK_MIN;
 

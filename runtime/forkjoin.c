@@ -290,16 +290,12 @@ typedef struct group_child {
 
 _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too small");
 
-static inline ws_node *node_of(void *payload) {
-  return (ws_node *)((char *)payload - offsetof(ws_node, payload));
-}
-
 static void child_exec(ws_task *t, ws_worker *w) {
   group_child *c = (group_child *)t;
   pool_fn fn = c->fn;
   void *arg = c->arg;
   ws_group *g = c->group;
-  ws_node_free(node_of(c), w);
+  ws_node_free(ws_node_of(c), w);
   uint64_t t0 = ws_trace_t0(w);
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);

@@ -98,6 +98,10 @@ static inline int ws_push(ws_worker *w, ws_task *t) {
   return rc;
 }
 
+/* A pool_submit task (fn, arg) for worker w's pool, from w's node cache;
+ * NULL without memory. Running it counts it done in pool->pending. */
+ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg);
+
 /* Put a runtime task on the pool's global queue (outside threads). */
 int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed);
 

@@ -27,6 +27,11 @@ typedef struct ws_node_cache {
   WS_ALIGNED ws_ptr remote; /* Treiber stack: others push, owner takes all */
 } ws_node_cache;
 
+/* The node whose payload is p. */
+static inline ws_node *ws_node_of(void *p) {
+  return (ws_node *)((char *)p - offsetof(ws_node, payload));
+}
+
 void ws_nodes_init(ws_node_cache *c);
 void ws_nodes_destroy(ws_node_cache *c);
 /* A node for worker `w` (NULL: an outside thread, plain malloc). */

@@ -237,7 +237,9 @@ unsigned pool_threads(const pool_t *pool) {
   return p ? p->nthreads : 0;
 }
 
-/* A task submitted from inside the pool: a node on the worker's deque. */
+/* A pool_submit task as a schedulable node: how a submission from inside
+ * the pool goes on the worker's deque, and how a worker takes a plain
+ * fn(arg) off the global queue. */
 typedef struct submit_task {
   ws_task hdr;
   pool_fn fn;
@@ -250,11 +252,22 @@ static void submit_exec(ws_task *t, ws_worker *w) {
   pool_fn fn = st->fn;
   void *arg = st->arg;
   struct pool *p = st->pool;
-  ws_node_free((ws_node *)((char *)st - offsetof(ws_node, payload)), w);
+  ws_node_free(ws_node_of(st), w);
   uint64_t t0 = ws_trace_t0(w);
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
   ws_pending_done(p);
+}
+
+ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg) {
+  ws_node *n = ws_node_alloc(w);
+  if (!n) return NULL;
+  submit_task *st = (submit_task *)n->payload;
+  st->hdr.exec = submit_exec;
+  st->fn = fn;
+  st->arg = arg;
+  st->pool = w->pool;
+  return &st->hdr;
 }
 
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
@@ -267,17 +280,11 @@ int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
   ws_i64_fetch_add(&p->pending, 1, ws_relaxed);
   int rc;
   if (w && w->pool == p) {
-    ws_node *n = ws_node_alloc(w);
-    if (!n) {
+    ws_task *t = ws_submit_task(w, fn, arg);
+    if (!t) {
       rc = ENOMEM;
-    } else {
-      submit_task *st = (submit_task *)n->payload;
-      st->hdr.exec = submit_exec;
-      st->fn = fn;
-      st->arg = arg;
-      st->pool = p;
-      rc = ws_push(w, &st->hdr);
-      if (rc) ws_node_free(n, w);
+    } else if ((rc = ws_push(w, t)) != 0) {
+      ws_node_free(ws_node_of(t), w);
     }
   } else {
     ws_gitem it = {NULL, fn, arg};

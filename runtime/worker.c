@@ -37,46 +37,20 @@ static inline uint32_t next_rand(ws_worker *w) {
   return (uint32_t)(x >> 32);
 }
 
-/* A plain fn(arg) from the global queue runs through this per-call task. */
-typedef struct plain_task {
-  ws_task hdr;
-  pool_fn fn;
-  void *arg;
-  struct pool *pool;
-} plain_task;
-
-static void plain_exec(ws_task *t, ws_worker *w) {
-  (void)w;
-  plain_task *pt = (plain_task *)t;
-  struct pool *p = pt->pool;
-  pool_fn fn = pt->fn;
-  void *arg = pt->arg;
-  ws_node_free((ws_node *)((char *)pt - offsetof(ws_node, payload)), w);
-  uint64_t t0 = ws_trace_t0(w);
-  fn(arg);
-  ws_trace_task(w, (ws_fnptr)fn, t0);
-  ws_pending_done(p);
-}
-
 static ws_task *from_global(ws_worker *w) {
   ws_gitem it;
   if (!ws_gqueue_pop(&w->pool->gq, &it)) return NULL;
   ws_counter_add(&w->stats.global_pops, 1);
   if (it.task) return it.task;
-  ws_node *n = ws_node_alloc(w);
-  if (!n) {
+  /* A plain fn(arg) submitted from outside: wrap it like an inside one. */
+  ws_task *t = ws_submit_task(w, it.fn, it.arg);
+  if (!t) {
     /* No memory for the wrapper: run it here, it is ours now. */
     it.fn(it.arg);
     ws_pending_done(w->pool);
     ws_counter_add(&w->stats.tasks, 1);
-    return NULL;
   }
-  plain_task *pt = (plain_task *)n->payload;
-  pt->hdr.exec = plain_exec;
-  pt->fn = it.fn;
-  pt->arg = it.arg;
-  pt->pool = w->pool;
-  return &pt->hdr;
+  return t;
 }
 
 static ws_task *steal_from(ws_worker *w, ws_worker *v) {

@@ -64,7 +64,6 @@ static void frame_exec(ws_task *t, ws_worker *w) {
  * close to plain-call cost. */
 
 void ws_publish(ws_worker *w, size_t n) {
-  int64_t first_before = 1;
   size_t moved = 0;
   while (moved < n && w->priv_lo < w->priv_hi) {
     int64_t before;
@@ -72,12 +71,11 @@ void ws_publish(ws_worker *w, size_t n) {
     /* Only frames are ever private; their steal hint starts empty here. */
     ws_ptr_store(&((ws_frame *)t)->thief, NULL, ws_relaxed);
     if (ws_deque_push(&w->dq, t, &before) != 0) break;
-    if (moved == 0) first_before = before;
     moved++;
     w->priv_lo++;
   }
   if (w->priv_lo == w->priv_hi) w->priv_lo = w->priv_hi = 0;
-  if (moved) ws_after_push(w->pool, first_before);
+  if (moved) ws_after_push(w->pool);
 }
 
 static int priv_grow(ws_worker *w) {

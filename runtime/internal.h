@@ -75,14 +75,14 @@ static inline ws_worker *ws_self(void) { return ws__self; }
 /* NULL pool -> the caller's pool, else the default pool (may be NULL). */
 struct pool *ws_resolve(struct pool *p);
 
-/* Makes work published by a worker or from outside visible to sleepers:
- * `size_before` is what ws_deque_push reported. */
-static inline void ws_after_push(struct pool *p, int64_t size_before) {
-  if (size_before <= 0)
-    ws_sleep_notify(&p->sleep);
-  else
-    ws_sleep_notify_if_sleepers(&p->sleep);
-}
+/* Tells sleepers about work a worker just pushed on its deque. Always the
+ * fenced check: the owner's idea of whether its deque was empty comes from
+ * a relaxed read of top, so a push it thinks lands on a non-empty deque may
+ * land on one a thief has just emptied; only the fence makes "the pusher
+ * sees the sleeper, or the sleeper's last look sees the push" hold for
+ * every push. It costs one fence per push, not per spawn: private frames
+ * are pushed only when published. */
+static inline void ws_after_push(struct pool *p) { ws_sleep_notify(&p->sleep); }
 
 /* Move the oldest `n` private frames to the public deque (forkjoin.c). */
 void ws_publish(ws_worker *w, size_t n);
@@ -94,7 +94,7 @@ static inline int ws_push(ws_worker *w, ws_task *t) {
   if (w->priv_hi != w->priv_lo) ws_publish(w, w->priv_hi - w->priv_lo);
   int64_t before;
   int rc = ws_deque_push(&w->dq, t, &before);
-  if (rc == 0) ws_after_push(w->pool, before);
+  if (rc == 0) ws_after_push(w->pool);
   return rc;
 }
 

@@ -42,12 +42,6 @@ typedef struct ws_sleep {
 void ws_sleep_init(ws_sleep *s);
 /* Producer side, after the work is visible. */
 void ws_sleep_notify(ws_sleep *s);
-/* The cheap check for pushes onto a non-empty deque (see pool_spawn). */
-static inline void ws_sleep_notify_if_sleepers(ws_sleep *s) {
-  /* Relaxed: an optimisation only. A push onto an empty deque uses the
-   * fenced ws_sleep_notify, which is what cannot miss a sleeper. */
-  if (ws_u32_load(&s->sleepers, ws_relaxed) != 0) ws_sleep_notify(s);
-}
 /* Sleeper side: register, look again (caller), then commit or cancel. */
 uint32_t ws_sleep_prepare(ws_sleep *s);
 void ws_sleep_cancel(ws_sleep *s);

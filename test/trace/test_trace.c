@@ -33,14 +33,35 @@ static void child(const char *path) {
   exit(0); /* b is written by the exit handler */
 }
 
+/* A pool of one worker records more tasks than its buffer holds: the file
+ * keeps exactly a buffer's worth of slices and says recording stopped. */
+enum { OVERFLOW_TASKS = 70000, TRACE_CAP = 1 << 16 };
+
+static void child_overflow(const char *path) {
+  setenv("WSPOOL_TRACE", path, 1);
+  atomic_int n = 0;
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 1;
+  pool_t *a;
+  CHECK_OK(pool_create(&a, &cfg));
+  for (int i = 0; i < OVERFLOW_TASKS; i++) CHECK_OK(pool_submit(a, traced_task, &n));
+  CHECK_OK(pool_destroy(a));
+  CHECK_EQ(atomic_load(&n), OVERFLOW_TASKS);
+  exit(0);
+}
+
 static size_t count(const char *text, const char *needle) {
   size_t k = 0;
   for (const char *s = text; (s = strstr(s, needle)) != NULL; s++) k++;
   return k;
 }
 
-int main(void) {
-  check_watchdog(60);
+static char text[1 << 24];
+
+/* Run `child` in a fork with WSPOOL_TRACE at a temporary file; return the
+ * file's text (in `text`). */
+static size_t traced_run(void (*child)(const char *)) {
   char path[] = "/tmp/wspool-trace-XXXXXX";
   int fd = mkstemp(path);
   CHECK(fd >= 0);
@@ -51,10 +72,8 @@ int main(void) {
   int status;
   CHECK(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-
   FILE *f = fopen(path, "r");
   CHECK(f);
-  static char text[1 << 22];
   size_t len = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   unlink(path);
@@ -62,11 +81,24 @@ int main(void) {
   CHECK(len > 0 && len < sizeof text - 1);
   CHECK(text[0] == '[');
   CHECK(strstr(text, "\n]\n") == text + len - 3); /* closed at exit */
+  return len;
+}
+
+int main(void) {
+  check_watchdog(120);
+  traced_run(child);
   CHECK_EQ(count(text, "\"process_name\""), 2);
   CHECK_EQ(count(text, "\"thread_name\""), 5);
   CHECK_EQ(count(text, "wspool pool 1 (2 workers)"), 1);
   CHECK_EQ(count(text, "wspool pool 2 (3 workers)"), 1);
   CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 2 * NTASKS);
   CHECK_EQ(count(text, "recording stopped"), 0);
+
+  traced_run(child_overflow);
+  CHECK_EQ(count(text, "recording stopped"), 1);
+  /* The buffer holds TRACE_CAP events of any kind (tasks, sleeps, steals). */
+  size_t slices = count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\"");
+  size_t others = count(text, "\"cat\":\"sleep\"") + count(text, "\"cat\":\"steal\"");
+  CHECK_EQ(slices + others, TRACE_CAP);
   return 0;
 }

@@ -18,9 +18,6 @@
 
 #include "benchutil.h"
 #include "peers.h"
-#ifdef BENCH_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 static int fib_n;
 static long fib_expected;
@@ -129,17 +126,6 @@ static double run_tbb(bench_variant *v) {
 #define run_tbb NULL
 #endif
 
-#ifdef BENCH_HAVE_OPENMP
-#define HAVE_OMP 1
-#else
-#define HAVE_OMP 0
-#endif
-#ifdef BENCH_HAVE_TBB
-#define HAVE_TBB 1
-#else
-#define HAVE_TBB 0
-#endif
-
 int main(void) {
   fib_n = (int)bench_env_long("WSPOOL_BENCH_FIB_N", 32, 2, 45);
   long a = 0, b = 1;
@@ -157,16 +143,7 @@ int main(void) {
   bench_header("bench_fib", what);
 
   const unsigned nthr[3] = {1, 2, 16};
-  for (int i = 0; i < 3; i++) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = nthr[i];
-    int rc = pool_create(&pools[i], &cfg);
-    if (rc) {
-      fprintf(stderr, "pool_create(%u): %s\n", nthr[i], pool_strerror(rc));
-      return 1;
-    }
-  }
+  for (int i = 0; i < 3; i++) pools[i] = bench_pool((int)nthr[i], BENCH_DEFAULT);
 
   bench_variant v[] = {
       {.name = "sequential fib()", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},

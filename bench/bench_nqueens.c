@@ -21,17 +21,6 @@
 #include "bench_nqueens.h"
 #include "benchutil.h"
 #include "peers.h"
-#ifdef BENCH_HAVE_OPENMP
-#include <omp.h>
-#define HAVE_OMP 1
-#else
-#define HAVE_OMP 0
-#endif
-#ifdef BENCH_HAVE_TBB
-#define HAVE_TBB 1
-#else
-#define HAVE_TBB 0
-#endif
 
 static int nq_n;
 
@@ -197,16 +186,7 @@ int main(void) {
   bench_header("bench_nqueens", what);
 
   pool_t *pools[2];
-  for (int i = 0; i < 2; i++) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = (unsigned)i + 1;
-    int rc = pool_create(&pools[i], &cfg);
-    if (rc) {
-      fprintf(stderr, "pool_create: %s\n", pool_strerror(rc));
-      return 1;
-    }
-  }
+  for (int i = 0; i < 2; i++) pools[i] = bench_pool(i + 1, BENCH_DEFAULT);
   bench_variant v[] = {
       {.name = "sequential", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},
       {.name = "wspool group T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,

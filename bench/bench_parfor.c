@@ -27,17 +27,6 @@
 #include "bench_parfor.h"
 #include "benchutil.h"
 #include "peers.h"
-#ifdef BENCH_HAVE_OPENMP
-#include <omp.h>
-#define HAVE_OMP 1
-#else
-#define HAVE_OMP 0
-#endif
-#ifdef BENCH_HAVE_TBB
-#define HAVE_TBB 1
-#else
-#define HAVE_TBB 0
-#endif
 
 enum { THREADS = 2 };
 
@@ -179,15 +168,7 @@ int main(void) {
     fprintf(stderr, "out of memory\n");
     return 1;
   }
-  pool_t *pool;
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = THREADS;
-  int rc = pool_create(&pool, &cfg);
-  if (rc) {
-    fprintf(stderr, "pool_create: %s\n", pool_strerror(rc));
-    return 1;
-  }
+  pool_t *pool = bench_pool(THREADS, BENCH_DEFAULT);
 
   static const char *loads[4] = {"uniform", "triangular", "heavy tail (last 1% x100)",
                                  "random spikes (2% x50, seeded)"};

@@ -95,14 +95,8 @@ int main(void) {
   data = malloc(nitems * sizeof(double));
   if (!data) return 1;
   for (int k = 0; k < 3; k++) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.bind = k == 0 ? POOL_BIND_NONE : k == 1 ? POOL_BIND_CORE : POOL_BIND_SPREAD;
-    int rc = pool_create(&pools[k], &cfg);
-    if (rc) {
-      fprintf(stderr, "pool_create(bind=%s): %s\n", bind_names[k], pool_strerror(rc));
-      return 1;
-    }
+    static const pool_bind_t binds[3] = {POOL_BIND_NONE, POOL_BIND_CORE, POOL_BIND_SPREAD};
+    pools[k] = bench_pool(BENCH_DEFAULT, binds[k]);
     printf("bind=%-6s workers:", bind_names[k]);
     for (unsigned i = 0; i < pool_threads(pools[k]); i++) printf(" %d", pool_worker_cpu(pools[k], i));
     printf("\n");

@@ -19,17 +19,6 @@
 #include "bench_sort.h"
 #include "benchutil.h"
 #include "peers.h"
-#ifdef BENCH_HAVE_OPENMP
-#include <omp.h>
-#define HAVE_OMP 1
-#else
-#define HAVE_OMP 0
-#endif
-#ifdef BENCH_HAVE_TBB
-#define HAVE_TBB 1
-#else
-#define HAVE_TBB 0
-#endif
 
 static size_t n_items;
 static int32_t *input, *work, *scratch;
@@ -260,16 +249,7 @@ int main(void) {
   memset(scratch, 0, n_items * sizeof(int32_t));
 
   pool_t *pools[2];
-  for (int i = 0; i < 2; i++) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = (unsigned)i + 1;
-    int rc = pool_create(&pools[i], &cfg);
-    if (rc) {
-      fprintf(stderr, "pool_create: %s\n", pool_strerror(rc));
-      return 1;
-    }
-  }
+  for (int i = 0; i < 2; i++) pools[i] = bench_pool(i + 1, BENCH_DEFAULT);
   bench_variant v[] = {
       {.name = "sequential cilksort", .threads = 1, .kind = BENCH_SEQ, .available = 1,
        .run = run_seq},

@@ -51,19 +51,6 @@ static void tiny(void *arg) {
   atomic_fetch_add_explicit(&done_count, 1, memory_order_relaxed);
 }
 
-static pool_t *mkpool(unsigned threads) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *p = NULL;
-  int rc = pool_create(&p, &cfg);
-  if (rc) {
-    fprintf(stderr, "pool_create(%u): %s\n", threads, pool_strerror(rc));
-    exit(1);
-  }
-  return p;
-}
-
 static void check_count(const char *who, long want) {
   long got = atomic_load(&done_count);
   if (got != want) bench_fail("%s: %ld tasks ran, %ld submitted", who, got, want);
@@ -235,7 +222,7 @@ int main(void) {
   /* 1. Idle CPU, first: nothing else has threads in this process yet. */
   printf("\n-- idle CPU: process CPU time while the pool idles %.1f s (%% of one core)\n", idle_s);
   double wall, cpu;
-  pool_t *ip = mkpool(POOL_WORKERS);
+  pool_t *ip = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
   cpu = idle_window(idle_s, &wall);
   double idle_fresh = 100.0 * cpu / wall;
   printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", "wspool fresh pool (2 workers)",
@@ -263,7 +250,7 @@ int main(void) {
          wake_sleep);
   printf("%-30s %10s %10s %10s %10s %10s %6s\n", "variant", "min", "p50", "p90", "p99", "max",
          "reps");
-  pool_t *pool = mkpool(POOL_WORKERS);
+  pool_t *pool = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
   double *lat = malloc(sizeof(double) * (size_t)reps);
   if (!lat) return 1;
   for (int i = 0; i < reps; i++) {

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wspool.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,6 +104,28 @@ static inline int bench_runs(void) {
  * should take; programs with several parts divide it between them. */
 static inline double bench_budget(void) {
   return bench_env_double("WSPOOL_BENCH_BUDGET", 45.0, 1.0, 1e6);
+}
+
+/* ---- pools ------------------------------------------------------------- */
+
+/* Keep pool_config_default()'s value (the WSPOOL_* environment). */
+#define BENCH_DEFAULT (-1)
+
+/* A pool with `threads` workers and binding `bind` (either BENCH_DEFAULT to
+ * keep what pool_config_default() chose); a benchmark cannot go on without
+ * it, so failure prints why and exits. */
+static inline pool_t *bench_pool(int threads, int bind) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  if (threads != BENCH_DEFAULT) cfg.threads = (unsigned)threads;
+  if (bind != BENCH_DEFAULT) cfg.bind = (pool_bind_t)bind;
+  pool_t *p = NULL;
+  int rc = pool_create(&p, &cfg);
+  if (rc) {
+    fprintf(stderr, "pool_create(threads=%d, bind=%d): %s\n", threads, bind, pool_strerror(rc));
+    exit(1);
+  }
+  return p;
 }
 
 /* ---- statistics ------------------------------------------------------- */

@@ -8,6 +8,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Which peers this build has, as 0/1 for the variants' `available`. */
+#if defined(BENCH_HAVE_OPENMP) && !defined(__cplusplus)
+#include <omp.h>
+#endif
+#ifdef BENCH_HAVE_OPENMP
+#define HAVE_OMP 1
+#else
+#define HAVE_OMP 0
+#endif
+#ifdef BENCH_HAVE_TBB
+#define HAVE_TBB 1
+#else
+#define HAVE_TBB 0
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -18,25 +18,15 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "core_util.h"
 
 static atomic_uint *flags;
 static size_t nflags;
 
 static void reset_flags(size_t n) {
   free((void *)flags);
-  flags = calloc(n ? n : 1, sizeof(atomic_uint));
-  CHECK(flags);
+  flags = flags_alloc(n);
   nflags = n;
-}
-
-static void check_all_once(size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned v = atomic_load(&flags[i]);
-    if (v != 1) {
-      fprintf(stderr, "task %zu ran %u times\n", i, v);
-      CHECK_EQ(v, 1);
-    }
-  }
 }
 
 /* A few microseconds of work the compiler cannot remove. */
@@ -61,30 +51,6 @@ static pool_t *make_pool(unsigned threads) {
   return p;
 }
 
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {0, (long)ms * 1000000L};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
-/* Let every worker pass its spin phase and go to sleep: wait 30 ms, then
- * until each worker has slept at least once and its counters stand still
- * over 2 ms (a spinning worker keeps counting failed steals). This only
- * arranges the situation; nothing is asserted on timing. */
-static void wait_all_asleep(pool_t *p) {
-  unsigned n = pool_threads(p);
-  sleep_ms(30);
-  for (unsigned w = 0; w < n; w++) {
-    for (;;) {
-      pool_worker_stats_t a, b;
-      CHECK_OK(pool_worker_stats(p, w, &a));
-      sleep_ms(2);
-      CHECK_OK(pool_worker_stats(p, w, &b));
-      if (b.sleeps > 0 && !memcmp(&a, &b, sizeof a)) break;
-    }
-  }
-}
-
 /* ---- 1. queued work ----------------------------------------------------- */
 
 static void test_queued(unsigned threads, size_t n) {
@@ -92,7 +58,7 @@ static void test_queued(unsigned threads, size_t n) {
   pool_t *p = make_pool(threads);
   for (size_t i = 0; i < n; i++) CHECK_OK(pool_submit(p, slow_mark, (void *)(uintptr_t)i));
   CHECK_OK(pool_destroy(p));
-  check_all_once(n);
+  flags_check_once(flags, n, "task");
 }
 
 /* ---- 2. destroy while asleep -------------------------------------------- */
@@ -109,7 +75,7 @@ static void test_asleep(unsigned threads) {
   wait_all_asleep(p);
   for (size_t i = 100; i < 200; i++) CHECK_OK(pool_submit(p, slow_mark, (void *)(uintptr_t)i));
   CHECK_OK(pool_destroy(p));
-  check_all_once(200);
+  flags_check_once(flags, 200, "task");
 }
 
 /* ---- 3. submissions during the drain ------------------------------------ */
@@ -180,35 +146,19 @@ static void fj_root(void *arg) {
   CHECK_OK(pool_submit(NULL, follow_up, (void *)(uintptr_t)slot));
 }
 
-static atomic_uint *alloc_flags(size_t n) {
-  atomic_uint *f = calloc(n ? n : 1, sizeof(atomic_uint));
-  CHECK(f);
-  return f;
-}
-
-static void check_once(atomic_uint *f, size_t n, const char *what) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned v = atomic_load(&f[i]);
-    if (v != 1) {
-      fprintf(stderr, "%s %zu ran %u times\n", what, i, v);
-      CHECK_EQ(v, 1);
-    }
-  }
-}
-
 static void test_drain_submits(unsigned threads, size_t nodes, size_t roots) {
   tree_nodes = nodes;
   fj_children = 300;
-  tree_flags = alloc_flags(nodes);
-  child_flags = alloc_flags(roots * fj_children);
-  follow_flags = alloc_flags(roots);
+  tree_flags = flags_alloc(nodes);
+  child_flags = flags_alloc(roots * fj_children);
+  follow_flags = flags_alloc(roots);
   pool_t *p = make_pool(threads);
   CHECK_OK(pool_submit(p, tree_node, (void *)(uintptr_t)0));
   for (size_t r = 0; r < roots; r++) CHECK_OK(pool_submit(p, fj_root, (void *)(uintptr_t)r));
   CHECK_OK(pool_destroy(p));
-  check_once(tree_flags, nodes, "tree node");
-  check_once(child_flags, roots * fj_children, "group child");
-  check_once(follow_flags, roots, "follow-up");
+  flags_check_once(tree_flags, nodes, "tree node");
+  flags_check_once(child_flags, roots * fj_children, "group child");
+  flags_check_once(follow_flags, roots, "follow-up");
   free((void *)tree_flags);
   free((void *)child_flags);
   free((void *)follow_flags);

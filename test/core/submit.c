@@ -21,25 +21,15 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "core_util.h"
 
 static atomic_uint *flags;
 static size_t nflags;
 
 static void reset_flags(size_t n) {
   free((void *)flags);
-  flags = calloc(n, sizeof(atomic_uint));
-  CHECK(flags);
+  flags = flags_alloc(n);
   nflags = n;
-}
-
-static void check_all_once(size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned v = atomic_load(&flags[i]);
-    if (v != 1) {
-      fprintf(stderr, "task %zu ran %u times\n", i, v);
-      CHECK_EQ(v, 1);
-    }
-  }
 }
 
 static void mark(void *arg) {
@@ -92,7 +82,7 @@ static void test_one_outside(pool_t *p, size_t n, uint64_t *tasks, uint64_t *glo
   reset_flags(n);
   for (size_t i = 0; i < n; i++) CHECK_OK(pool_submit(p, mark, (void *)(uintptr_t)i));
   CHECK_OK(pool_wait_idle(p));
-  check_all_once(n);
+  flags_check_once(flags, n, "task");
   /* Waiting again with nothing pending returns at once. */
   CHECK_OK(pool_wait_idle(p));
   *tasks += n;
@@ -129,7 +119,7 @@ static void test_many_outside(pool_t *p, unsigned nthreads, size_t per, uint64_t
   atomic_store(&go, 1);
   for (unsigned k = 0; k < nthreads; k++) CHECK_OK(pthread_join(th[k], NULL));
   CHECK_OK(pool_wait_idle(p));
-  check_all_once(n);
+  flags_check_once(flags, n, "task");
   *tasks += n;
   *global += n;
 }
@@ -190,7 +180,7 @@ static void test_tree(pool_t *p, unsigned fanout, size_t nnodes, uint64_t *tasks
   trees[0] = (tree){p, fanout, nnodes, 0};
   submit_tree_root(0);
   CHECK_OK(pool_wait_idle(p));
-  check_all_once(nnodes);
+  flags_check_once(flags, nnodes, "task");
   *tasks += nnodes;
   *global += 1;
 }
@@ -222,7 +212,7 @@ static void test_trees_from_threads(pool_t *p, unsigned nthreads, size_t nnodes,
   atomic_store(&go, 1);
   for (unsigned k = 0; k < nthreads; k++) CHECK_OK(pthread_join(th[k], NULL));
   CHECK_OK(pool_wait_idle(p));
-  check_all_once(nnodes * nthreads);
+  flags_check_once(flags, nnodes * nthreads, "task");
   *tasks += nnodes * nthreads;
   *global += nthreads;
 }
@@ -244,7 +234,7 @@ static void test_chain(pool_t *p, size_t n, uint64_t *tasks, uint64_t *global) {
   chain_pool = p;
   CHECK_OK(pool_submit(p, chain_step, (void *)(uintptr_t)0));
   CHECK_OK(pool_wait_idle(p));
-  check_all_once(n);
+  flags_check_once(flags, n, "task");
   *tasks += n;
   *global += 1;
 }

@@ -20,6 +20,7 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "core_util.h"
 
 static atomic_ulong counter;
 static atomic_uchar *ran;
@@ -128,30 +129,6 @@ static void test_jitter_cycles(unsigned threads, unsigned long n, unsigned max_u
 }
 
 /* ---- everyone asleep first --------------------------------------------- */
-
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {0, (long)ms * 1000000L};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
-/* Let every worker pass its spin phase and go to sleep: wait 30 ms, then
- * until each worker has slept at least once and its counters stand still
- * over 2 ms (a spinning worker keeps counting failed steals). This only
- * arranges the situation; nothing is asserted on timing. */
-static void wait_all_asleep(pool_t *p) {
-  unsigned n = pool_threads(p);
-  sleep_ms(30);
-  for (unsigned w = 0; w < n; w++) {
-    for (;;) {
-      pool_worker_stats_t a, b;
-      CHECK_OK(pool_worker_stats(p, w, &a));
-      sleep_ms(2);
-      CHECK_OK(pool_worker_stats(p, w, &b));
-      if (b.sleeps > 0 && !memcmp(&a, &b, sizeof a)) break;
-    }
-  }
-}
 
 static atomic_int child_ran;
 static void child(void *arg) {

@@ -116,7 +116,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
                                                 void *arg) {
   if (!task || !fn) return EINVAL;
   ws_worker *w = ws_self();
-  struct pool *p = pool ? pool : (w ? w->pool : pool_default());
+  struct pool *p = ws_resolve(pool);
   if (!p) return EINVAL;
   ws_frame *f = (ws_frame *)task;
   if (!(w && w->pool == p)) {
@@ -238,7 +238,7 @@ int pool_sync(pool_task_t *task) {
 int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!a || !b) return EINVAL;
   ws_worker *w = ws_self();
-  struct pool *p = pool ? pool : (w ? w->pool : pool_default());
+  struct pool *p = ws_resolve(pool);
   if (!p) return EINVAL;
   pool_task_t ta, tb;
   int rc = pool_spawn(p, &tb, b, b_arg);

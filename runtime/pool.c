@@ -177,7 +177,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
 
 int pool_destroy(pool_t *pool) {
   ws_worker *self = ws_self();
-  struct pool *p = pool ? pool : ws_resolve(NULL);
+  struct pool *p = ws_resolve(pool);
   if (!p) return EINVAL;
   if (self && self->pool == p) return EDEADLK;
   if (p->is_default) return EINVAL;

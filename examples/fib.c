@@ -3,6 +3,7 @@
  * fib(n) spawns fib(n-1), computes fib(n-2) itself, then syncs: one task per
  * call and no sequential cutoff, so this measures what a spawn/sync pair
  * costs. The frame lives on the caller's stack; spawning allocates nothing.
+ * It runs the tree twice: with pool_sync, and with pool_take (below).
  *
  *   usage: fib [n [workers]]
  *     n        0..92 (default 37)
@@ -47,6 +48,31 @@ static void fib_task(void *p) {
   fib_task(&y);                              /* meanwhile, the other half here */
   CHECK(pool_sync(&t));                      /* x.result is ready after this */
   a->result = x.result + y.result;
+}
+
+/* The same tree written for speed with pool_take(): when no thief has
+ * started the spawned half, the caller takes it back and calls pfib()
+ * directly, so the common case is a plain call (arguments and result in
+ * registers); the frame and its struct are used only when it was stolen. */
+static long pfib(int n);
+
+static void pfib_task(void *p) {
+  fib_args *a = p;
+  a->result = pfib(a->n);
+}
+
+static long pfib(int n) {
+  if (n < 2) return n;
+  fib_args x = {n - 1, 0};
+  pool_task_t t;
+  CHECK(pool_spawn(NULL, &t, pfib_task, &x));
+  long y = pfib(n - 2);
+  int rc = pool_take(&t);
+  if (rc == POOL_TAKEN)
+    x.result = pfib(n - 1); /* nobody started it: do it here */
+  else
+    CHECK(rc); /* 0: a thief ran it, x.result is ready */
+  return x.result + y;
 }
 
 static double now(void) {
@@ -106,10 +132,19 @@ int main(int argc, char **argv) {
   double t_par = now() - t0;
   if (rc) fprintf(stderr, "fib: %s\n", pool_strerror(rc));
 
-  int ok = rc == 0 && root.result == expect;
-  printf("fib(%ld) = %ld, expected %ld: %s\n", n, root.result, expect, ok ? "ok" : "WRONG");
-  printf("sequential %.3f s, parallel %.3f s on %u workers, speedup %.2fx\n", t_seq, t_par,
-         pool_threads(pool), t_seq / t_par);
+  fib_args root2 = {(int)n, 0};
+  t0 = now();
+  if (rc == 0) rc = pool_submit(pool, pfib_task, &root2);
+  if (rc == 0) rc = pool_wait_idle(pool);
+  double t_take = now() - t0;
+  if (rc) fprintf(stderr, "fib: %s\n", pool_strerror(rc));
+
+  int ok = rc == 0 && root.result == expect && root2.result == expect;
+  printf("fib(%ld) = %ld (spawn/sync), %ld (spawn/take), expected %ld: %s\n", n, root.result,
+         root2.result, expect, ok ? "ok" : "WRONG");
+  printf("sequential %.3f s; on %u workers: spawn/sync %.3f s (speedup %.2fx), spawn/take %.3f s"
+         " (%.2fx)\n",
+         t_seq, pool_threads(pool), t_par, t_seq / t_par, t_take, t_seq / t_take);
   /* fib(n) makes 2 fib(n+1) - 1 calls, each one task here. The compiler turns
    * the sequential fib() into far fewer calls (a loop around one recursion),
    * so with no cutoff expect a speedup below 1 on a few cores: this example

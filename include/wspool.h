@@ -155,7 +155,8 @@ POOL_API const char *pool_strerror(int err);
  *  A task is counted just after it finishes, so right after pool_wait_idle()
  *  returns the totals may still be catching up for an instant. */
 typedef struct pool_worker_stats {
-  uint64_t tasks;          /**< tasks run */
+  uint64_t tasks;          /**< tasks run, counting each spawned frame its own
+                                pool_sync() ran or pool_take() handed back */
   uint64_t local_pops;     /**< tasks taken from the worker's own deque */
   uint64_t global_pops;    /**< tasks taken from the pool's global queue */
   uint64_t steals;         /**< tasks stolen from another worker */
@@ -182,6 +183,10 @@ POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_
 typedef struct pool_task {
   void *wsp_private[8];
 } pool_task_t;
+
+/** Returned by pool_take() when the caller got the task back unstarted and
+ *  must do its work itself. */
+#define POOL_TAKEN (-1)
 
 /**
  * \brief Spawn `fn(arg)` into \p task, to run possibly in parallel.
@@ -211,6 +216,29 @@ POOL_API int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg);
  * \return 0; EINVAL for a NULL \p task or a frame that was not spawned.
  */
 POOL_API int pool_sync(pool_task_t *task);
+
+/**
+ * \brief Take a spawned task back to run it yourself, or wait for it.
+ *
+ * The fast alternative to pool_sync() for recursive code. If no thief has
+ * started the task, it is taken back unrun and POOL_TAKEN is returned: the
+ * frame is free again and the caller must now do the task's work itself,
+ * typically by calling the function directly, which the compiler can inline
+ * and which passes arguments and results in registers instead of through
+ * `arg`. Otherwise it waits exactly like pool_sync() (helping, within the
+ * same stack bound) and returns 0 once the task has run.
+ * \code
+ *   pool_spawn(NULL, &t, fib_task, &x);   // x = {n - 1}
+ *   long y = fib(n - 2);
+ *   if (pool_take(&t) == POOL_TAKEN) x.r = fib(n - 1);
+ *   return x.r + y;
+ * \endcode
+ * From a thread outside the pool it always waits (a task on the global
+ * queue cannot be taken back) and returns 0.
+ * \return POOL_TAKEN; 0 when the task ran elsewhere; EINVAL for a NULL
+ *         \p task or a frame that was not spawned.
+ */
+POOL_API int pool_take(pool_task_t *task);
 
 /**
  * \brief Run `a(a_arg)` and `b(b_arg)`, possibly in parallel; return when
@@ -306,6 +334,128 @@ POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t
 POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
 
 /** @} */
+
+/** \cond WSPOOL_INLINE_ABI */
+/*
+ * Inline fast paths of pool_spawn(), pool_sync() and pool_take().
+ *
+ * The common case of a spawn from a worker is a few stores into the frame
+ * and into the worker's private frame stack; the matching sync or take finds
+ * the frame on top of that stack. Inlined into the caller this costs a
+ * fraction of a call into the library, so the header carries it; anything
+ * else (publication to thieves, outside threads, stolen frames, misuse)
+ * calls the library's own pool_spawn/pool_sync/pool_take, which also handle
+ * the common case when these are not inlined (no optimisation, a compiler
+ * without GNU C, or POOL_NO_INLINE defined).
+ *
+ * ABI, not API: `struct pool__fast` is the first part of each worker's
+ * state and `pool__self` (thread-local) points to it on the pool's worker
+ * threads, NULL elsewhere. The runtime checks this layout against its own
+ * (runtime/internal.h). The relaxed accesses are GNU __atomic builtins
+ * because this header cannot include the runtime's atomics header.
+ *  top    the worker's next free private slot; top[-1] is the newest
+ *         private frame, or a marker that is never a frame. Owner only.
+ *  limit  a spawn stays private while top < limit. The owner opens it
+ *         (sets the end of the stack) when its public deque holds work;
+ *         the owner or a thief closes it (0) when that deque is empty, so
+ *         the next spawn goes to the library and publishes.
+ *  tasks  frames run or taken back here, for pool_worker_stats().
+ * These layouts are compiled into callers: changing them changes the
+ * library's soname.
+ */
+struct pool__frame { /* the layout of a pool_task_t */
+  void *exec;
+  pool_fn fn;
+  void *arg;
+  void *owner;
+  void *pool;
+  void *thief;
+  unsigned state;
+};
+struct pool__fast {
+  void **top;
+  void *pool;
+  uint64_t tasks;
+  char wsp_pad[64 - 2 * sizeof(void *) - sizeof(uint64_t)];
+  uintptr_t limit; /* on its own cache line: thieves write it */
+};
+#define POOL__FRAME_IDLE 0u
+#define POOL__FRAME_SPAWNED 0x57A5F00Du /* distinctive, so a stray frame rarely passes */
+
+#if defined(__GNUC__) && defined(__ELF__)
+/* The library's full versions, under names of their own (aliases of
+ * pool_spawn, pool_sync and pool_take) so the inline versions below can call
+ * them. Cold: off the fast path, so the compiler keeps them out of the
+ * caller's hot code. */
+POOL_API __attribute__((__cold__)) int pool__spawn_full(pool_t *pool, pool_task_t *task,
+                                                        pool_fn fn, void *arg);
+POOL_API __attribute__((__cold__)) int pool__sync_full(pool_task_t *task);
+POOL_API __attribute__((__cold__)) int pool__take_full(pool_task_t *task);
+#endif
+
+#if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(__ELF__) && !defined(WSPOOL_BUILDING) && \
+    !defined(POOL_NO_INLINE)
+extern __thread struct pool__fast *pool__self __attribute__((tls_model("initial-exec")));
+
+#define POOL__INLINE extern __inline__ __attribute__((__gnu_inline__, __always_inline__))
+#ifdef __cplusplus
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wzero-as-null-pointer-constant"
+#pragma GCC diagnostic ignored "-Wcast-align"
+#endif
+
+POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
+  struct pool__fast *w = pool__self;
+  if (__builtin_expect(w && task && fn && (!pool || (void *)pool == w->pool), 1)) {
+    void **top = w->top;
+    if (__builtin_expect((uintptr_t)top < __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 1)) {
+      struct pool__frame *f = (struct pool__frame *)(void *)task;
+      f->fn = fn;
+      f->arg = arg;
+      f->owner = w;
+      __atomic_store_n(&f->state, POOL__FRAME_SPAWNED, __ATOMIC_RELAXED);
+      *top = task;
+      w->top = top + 1;
+      return 0;
+    }
+  }
+  return pool__spawn_full(pool, task, fn, arg);
+}
+
+/* Pops the frame if it is the caller's newest private one. Always inlined:
+ * the library has no symbol of this name. */
+POOL__INLINE int pool__pop_private(struct pool__fast *w, pool_task_t *task) {
+  void **top = w->top;
+  if (__builtin_expect(!task || top[-1] != (void *)task, 0)) return 0;
+  w->top = top - 1;
+  __atomic_store_n(&((struct pool__frame *)(void *)task)->state, POOL__FRAME_IDLE,
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&w->tasks, w->tasks + 1, __ATOMIC_RELAXED);
+  return 1;
+}
+
+POOL__INLINE int pool_sync(pool_task_t *task) {
+  struct pool__fast *w = pool__self;
+  if (__builtin_expect(w != NULL, 1) && pool__pop_private(w, task)) {
+    struct pool__frame *f = (struct pool__frame *)(void *)task;
+    f->fn(f->arg);
+    return 0;
+  }
+  return pool__sync_full(task);
+}
+
+POOL__INLINE int pool_take(pool_task_t *task) {
+  struct pool__fast *w = pool__self;
+  if (__builtin_expect(w != NULL, 1) && pool__pop_private(w, task)) return POOL_TAKEN;
+  return pool__take_full(task);
+}
+
+#ifdef __cplusplus
+#pragma GCC diagnostic pop
+#endif
+#endif
+/** \endcond */
 
 #ifdef __cplusplus
 }

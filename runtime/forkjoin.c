@@ -1,14 +1,16 @@
-/* Fork/join: pool_spawn/pool_sync on caller-owned frames, pool_join, and
- * task groups (docs/design.md, "Fork/join").
+/* Fork/join: pool_spawn/pool_sync/pool_take on caller-owned frames,
+ * pool_join, and task groups (docs/design.md, "Fork/join").
  *
  * A spawn from a worker is a frame initialised in place (nothing is
  * allocated) and, in the common case, one store into the worker's private
- * frame array; the matching sync finds it on top and calls the function
- * inline: no fence, no atomic RMW. Frames are published to the Chase-Lev
- * deque lazily (below). A published frame is synced through the deque's
- * pop; if it was stolen, the syncer helps: it steals from the thief first
- * (leapfrogging: what the thief pushed is the stolen task's own subtree),
- * then anywhere, within the stack bound described in wspool.h. */
+ * frame stack; the matching sync finds it on top and calls the function
+ * inline, or pool_take hands it back to the caller: no fence, no atomic RMW.
+ * That common case is also in wspool.h, inline, for callers compiled with
+ * optimisation; the functions here do everything. Frames are published to
+ * the Chase-Lev deque lazily (below). A published frame is synced through
+ * the deque's pop; if it was stolen, the syncer helps: it steals from the
+ * thief first (leapfrogging: what the thief pushed is the stolen task's own
+ * subtree), then anywhere, within the stack bound described in wspool.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +18,8 @@
 #include "internal.h"
 
 enum {
-  FRAME_IDLE = 0,
-  FRAME_SPAWNED = 0x57A5F00Du, /* distinctive, so an unspawned frame rarely passes */
+  FRAME_IDLE = POOL__FRAME_IDLE,
+  FRAME_SPAWNED = POOL__FRAME_SPAWNED,
   FRAME_DONE = 0x57A5D0E5u
 };
 
@@ -31,8 +33,31 @@ typedef struct ws_frame {
   ws_u32 state;
 } ws_frame;
 
+/* The header's inline paths write frames and workers through its own
+ * declarations of the same layouts. */
+#define SAME_FIELD(a, fa, b, fb) \
+  (offsetof(a, fa) == offsetof(b, fb) && sizeof(((a *)0)->fa) == sizeof(((b *)0)->fb))
 _Static_assert(sizeof(ws_frame) <= sizeof(pool_task_t), "pool_task_t too small for a frame");
 _Static_assert(_Alignof(ws_frame) <= _Alignof(pool_task_t), "pool_task_t under-aligned");
+_Static_assert(SAME_FIELD(ws_frame, fn, struct pool__frame, fn) &&
+                   SAME_FIELD(ws_frame, arg, struct pool__frame, arg) &&
+                   SAME_FIELD(ws_frame, owner, struct pool__frame, owner) &&
+                   SAME_FIELD(ws_frame, state, struct pool__frame, state),
+               "ws_frame and struct pool__frame differ");
+_Static_assert(offsetof(ws_worker, fast) == 0, "a frame's owner is its worker's fast part");
+_Static_assert(SAME_FIELD(ws_fast, top, struct pool__fast, top) &&
+                   SAME_FIELD(ws_fast, tasks, struct pool__fast, tasks) &&
+                   SAME_FIELD(ws_fast, pool, struct pool__fast, pool) &&
+                   SAME_FIELD(ws_fast, limit, struct pool__fast, limit),
+               "ws_fast and struct pool__fast differ");
+
+/* The inline paths find the current worker through this; NULL outside. */
+POOL_API __thread struct pool__fast *pool__self __attribute__((tls_model("initial-exec")));
+
+void ws_set_self(ws_worker *w) {
+  ws__self = w;
+  pool__self = w ? (struct pool__fast *)(void *)&w->fast : NULL;
+}
 
 /* Runs a frame that left its owner's fast path: stolen, popped while the
  * owner synced another frame, or taken from the global queue. */
@@ -53,50 +78,104 @@ static void frame_exec(ws_task *t, ws_worker *w) {
   }
 }
 
-/* Private frames (lazy publication, after Lace's split deque). A spawn
- * stays in the owner's private array, which costs no fence and no atomic
- * RMW, while the public deque still holds work for thieves. When the public
- * deque is empty (as the owner sees it: a relaxed read of top, which only
- * changes on a steal), or a thief found it empty and set `hungry`, the
- * spawn publishes the oldest half of the private frames (the biggest
- * subtrees), or itself when there are none; so parallelism appears as soon
- * as anyone can use it, and a recursion that nobody steals from runs at
- * close to plain-call cost. */
+/* Private frames (lazy publication, after Lace's split deque).
+ *
+ * A spawn stays in the owner's private stack [priv_lo, fast.top), which
+ * costs no fence and no atomic RMW, while the public deque still holds work
+ * for thieves. The spawn fast path (here and inline in wspool.h) is taken
+ * while fast.top < fast.limit; `limit` folds every reason to leave it into
+ * one relaxed load:
+ *   - the stack is full (limit is its end),
+ *   - the public deque is empty: the owner closes the path (limit = 0) when
+ *     its own pop leaves the deque empty, a thief when it finds the deque
+ *     empty or takes its last task (ws_ask_publish),
+ *   - tracing is on (the path never opens; every frame goes through the
+ *     deque, where the trace sees it run).
+ * A closed path sends the next spawn here: it publishes the oldest half of
+ * the private frames (the biggest subtrees), or itself when there are none,
+ * and reopens the path if the deque then holds work. So parallelism appears
+ * as soon as anyone can use it, and a recursion nobody steals from runs at
+ * close to plain-call cost.
+ *
+ * Opening races with a thief's closing. A lost close would leave private
+ * frames unpublished while a thief waits, e.g. pool_join(a, b) with a long
+ * `a` would run serially. The owner opens with: store limit; seq_cst fence;
+ * read the deque's top; close again if the deque is empty. A thief closes
+ * after its CAS on top with a seq_cst load and store of limit. If the
+ * owner's read misses the thief's CAS, the fence precedes that CAS in the
+ * single total order S, so the thief's seq_cst load sees the owner's store
+ * (C11 fence rules) and its store of 0 comes later in limit's modification
+ * order; otherwise the owner sees the steal and closes itself.
+ *
+ * An owner's pop races with a steal in the same way: the owner's pop stores
+ * bottom, fences (seq_cst) and reads top; afterwards ws_pop_own reads top
+ * again and closes if the deque is empty. A thief that took a task reads
+ * bottom with a seq_cst load after its CAS and closes if the deque is
+ * empty. If the owner's read missed the CAS, its fence precedes the CAS in
+ * S, so the thief's load sees the owner's new bottom: one of the two sees
+ * the deque empty. (A relaxed read of bottom could miss the owner's store
+ * on a weakly ordered machine and leave the path open on an empty deque.)
+ *
+ * Slots below priv_lo and priv_base[-1] hold a marker that is never a frame
+ * (the worker's own address), so the inline "is it on top?" check needs no
+ * bounds test. */
+
+#define PRIV_MARK(w) ((ws_task *)(void *)(w))
+
+void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
+  block[0] = PRIV_MARK(w);
+  w->priv_block = block;
+  w->priv_base = w->priv_lo = w->fast.top = block + 1;
+  w->priv_end = block + 1 + cap;
+}
+
+static void fast_open(ws_worker *w) {
+  if (w->trace) return;
+  ws_size_store(&w->fast.limit, (size_t)(uintptr_t)w->priv_end, ws_relaxed);
+  ws_fence(ws_seq_cst);
+  if (ws_deque_size_hint(&w->dq) <= 0) ws_size_store(&w->fast.limit, 0, ws_relaxed);
+}
+
+void ws_ask_publish(ws_worker *v) {
+  /* Test first so idle thieves do not keep the line bouncing. */
+  if (ws_size_load(&v->fast.limit, ws_seq_cst) != 0) ws_size_store(&v->fast.limit, 0, ws_seq_cst);
+}
 
 void ws_publish(ws_worker *w, size_t n) {
   size_t moved = 0;
-  while (moved < n && w->priv_lo < w->priv_hi) {
+  while (moved < n && w->priv_lo < w->fast.top) {
     int64_t before;
-    ws_task *t = w->priv[w->priv_lo];
-    /* Only frames are ever private; their steal hint starts empty here. */
-    ws_ptr_store(&((ws_frame *)t)->thief, NULL, ws_relaxed);
-    if (ws_deque_push(&w->dq, t, &before) != 0) break;
+    ws_frame *f = (ws_frame *)*w->priv_lo;
+    /* The inline spawn set fn, arg, owner and state; the rest is for
+     * whoever runs it now. */
+    f->hdr.exec = frame_exec;
+    f->pool = w->pool;
+    ws_ptr_store(&f->thief, NULL, ws_relaxed);
+    if (ws_deque_push(&w->dq, &f->hdr, &before) != 0) break;
+    *w->priv_lo++ = PRIV_MARK(w);
     moved++;
-    w->priv_lo++;
   }
-  if (w->priv_lo == w->priv_hi) w->priv_lo = w->priv_hi = 0;
+  if (w->priv_lo == w->fast.top) w->priv_lo = w->fast.top = w->priv_base;
   if (moved) ws_after_push(w->pool);
 }
 
 static int priv_grow(ws_worker *w) {
-  if (w->priv_lo > 0) {
-    memmove(w->priv, w->priv + w->priv_lo, (w->priv_hi - w->priv_lo) * sizeof(ws_task *));
-    w->priv_hi -= w->priv_lo;
-    w->priv_lo = 0;
+  size_t n = (size_t)(w->fast.top - w->priv_lo);
+  size_t cap = (size_t)(w->priv_end - w->priv_base);
+  if (w->priv_lo > w->priv_base) {
+    memmove(w->priv_base, w->priv_lo, n * sizeof(ws_task *));
+    w->priv_lo = w->priv_base;
+    w->fast.top = w->priv_base + n;
     return 0;
   }
   /* The first array lives in the worker's NUMA-local block (pool.c): copy
-   * out of it instead of reallocating it. */
-  ws_task **grown;
-  if (w->priv == w->priv_embedded) {
-    grown = malloc(2 * w->priv_cap * sizeof(ws_task *));
-    if (grown) memcpy(grown, w->priv, w->priv_hi * sizeof(ws_task *));
-  } else {
-    grown = realloc(w->priv, 2 * w->priv_cap * sizeof(ws_task *));
-  }
+   * out of it, never free it. */
+  ws_task **grown = malloc((2 * cap + 1) * sizeof(ws_task *));
   if (!grown) return ENOMEM;
-  w->priv = grown;
-  w->priv_cap *= 2;
+  memcpy(grown + 1, w->priv_lo, n * sizeof(ws_task *));
+  if (w->priv_block != w->priv_embedded) free(w->priv_block);
+  ws_priv_init(w, grown, 2 * cap);
+  w->fast.top = w->priv_base + n;
   return 0;
 }
 
@@ -126,24 +205,23 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     return rc;
   }
   frame_init(f, fn, arg, w, p);
-  if (ws_u32_load(&w->hungry, ws_relaxed) || ws_deque_size_hint(&w->dq) <= 0) {
+  if (w->trace) goto public;
+  if (ws_size_load(&w->fast.limit, ws_relaxed) == 0) {
     /* Nothing public, or a thief found it so: publish the oldest half of
      * the private frames, or this one if there are none. */
-    if (ws_u32_load(&w->hungry, ws_relaxed)) ws_u32_store(&w->hungry, 0, ws_relaxed);
-    size_t n = w->priv_hi - w->priv_lo;
-    if (n == 0) {
-      if (ws_push(w, &f->hdr) == 0) return 0;
-      goto inline_run;
-    }
+    size_t n = (size_t)(w->fast.top - w->priv_lo);
+    if (n == 0) goto public;
     ws_publish(w, (n + 1) / 2);
   }
-  if (w->priv_hi == w->priv_cap && priv_grow(w) != 0) {
-    if (ws_push(w, &f->hdr) == 0) return 0;
-    goto inline_run;
-  }
-  w->priv[w->priv_hi++] = &f->hdr;
+  if (w->fast.top == w->priv_end && priv_grow(w) != 0) goto public;
+  *w->fast.top++ = &f->hdr;
+  fast_open(w);
   return 0;
-inline_run:
+public:
+  if (ws_push(w, &f->hdr) == 0) {
+    fast_open(w);
+    return 0;
+  }
   /* Neither the private array nor the deque can grow: run it now; the sync
    * finds it done. */
   fn(arg);
@@ -154,25 +232,33 @@ inline_run:
 int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   if (__builtin_expect(w && task && fn && (!pool || pool == w->pool) &&
-                           w->priv_hi != w->priv_cap &&
-                           !ws_u32_load(&w->hungry, ws_relaxed) &&
-                           ws_deque_size_hint(&w->dq) > 0,
+                           (uintptr_t)w->fast.top < ws_size_load(&w->fast.limit, ws_relaxed),
                        1)) {
-    /* The common case: a private frame. Only the owner will read it unless
-     * it is published later (ws_publish sets the rest). */
+    /* The common case, as in wspool.h: a private frame. Only the owner
+     * reads it unless it is published later (ws_publish sets the rest). */
     ws_frame *f = (ws_frame *)task;
-    f->hdr.exec = frame_exec;
     f->fn = fn;
     f->arg = arg;
     f->owner = w;
     ws_u32_store(&f->state, FRAME_SPAWNED, ws_relaxed);
-    w->priv[w->priv_hi++] = &f->hdr;
+    *w->fast.top++ = &f->hdr;
     return 0;
   }
   return spawn_slow(pool, task, fn, arg);
 }
 
-static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self) {
+/* The fast path of sync and take, as in wspool.h: the caller's newest
+ * private frame comes off the stack. */
+static inline bool pop_private(ws_worker *w, ws_frame *f) {
+  if (!w || !f || w->fast.top[-1] != &f->hdr) return false;
+  w->fast.top--;
+  ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+  ws_counter_add(&w->fast.tasks, 1);
+  return true;
+}
+
+/* Sync (take = false) or take (true) of a frame off the fast path. */
+static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, bool take) {
   uint32_t st = ws_u32_load(&f->state, ws_acquire);
   if (st == FRAME_DONE) goto done;
   if (st != FRAME_SPAWNED) return EINVAL;
@@ -181,14 +267,15 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self) {
     if (w != self) return EINVAL;
     /* Synced out of order: what was spawned after it runs first (its own
      * sync then finds it done). */
-    while (w->priv_hi != w->priv_lo) {
-      ws_task *t = w->priv[--w->priv_hi];
-      if (t == &f->hdr) goto run_inline;
-      ws_run(w, t);
+    while (w->fast.top != w->priv_lo) {
+      ws_task *t = *--w->fast.top;
+      if (t == &f->hdr) goto run_here;
+      frame_exec(t, w);
+      ws_counter_add(&w->stats.tasks, 1);
     }
     for (;;) {
-      ws_task *t = ws_deque_pop(&w->dq);
-      if (t == &f->hdr) goto run_inline;
+      ws_task *t = ws_pop_own(w);
+      if (t == &f->hdr) goto run_here;
       if (!t) break;
       ws_counter_add(&w->stats.local_pops, 1);
       ws_run(w, t);
@@ -200,12 +287,17 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self) {
     ws_block_until_value(f->pool, &f->state, FRAME_DONE);
   }
   goto done;
-run_inline : {
-  uint64_t t0 = ws_trace_t0(w);
-  f->fn(f->arg);
-  ws_trace_task(w, (ws_fnptr)f->fn, t0);
+run_here:
   ws_counter_add(&w->stats.tasks, 1);
-}
+  if (take) {
+    ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+    return POOL_TAKEN;
+  }
+  {
+    uint64_t t0 = ws_trace_t0(w);
+    f->fn(f->arg);
+    ws_trace_task(w, (ws_fnptr)f->fn, t0);
+  }
 done:
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   return 0;
@@ -214,26 +306,29 @@ done:
 int pool_sync(pool_task_t *task) {
   ws_worker *w = ws_self();
   ws_frame *f = (ws_frame *)task;
-  if (__builtin_expect(w && f, 1)) {
-    size_t hi = w->priv_hi;
-    if (hi > w->priv_lo && w->priv[hi - 1] == &f->hdr) {
-      /* The fast path: our newest private frame, never published. */
-      w->priv_hi = hi - 1;
-      if (__builtin_expect(w->trace != NULL, 0)) {
-        uint64_t t0 = ws_trace_now();
-        f->fn(f->arg);
-        ws_trace_task(w, (ws_fnptr)f->fn, t0);
-      } else {
-        f->fn(f->arg);
-      }
-      ws_counter_add(&w->stats.tasks, 1);
-      ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
-      return 0;
-    }
+  /* Tracing never leaves a frame private, so the fast path has no trace
+   * to record. */
+  if (__builtin_expect(pop_private(w, f), 1)) {
+    f->fn(f->arg);
+    return 0;
   }
   if (!f) return EINVAL;
-  return sync_slow(f, w);
+  return sync_slow(f, w, false);
 }
+
+int pool_take(pool_task_t *task) {
+  ws_worker *w = ws_self();
+  ws_frame *f = (ws_frame *)task;
+  if (__builtin_expect(pop_private(w, f), 1)) return POOL_TAKEN;
+  if (!f) return EINVAL;
+  return sync_slow(f, w, true);
+}
+
+/* The names the header's inline versions call (wspool.h). */
+int pool__spawn_full(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg)
+    __attribute__((alias("pool_spawn")));
+int pool__sync_full(pool_task_t *task) __attribute__((alias("pool_sync")));
+int pool__take_full(pool_task_t *task) __attribute__((alias("pool_take")));
 
 int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!a || !b) return EINVAL;

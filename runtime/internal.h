@@ -21,16 +21,29 @@ typedef struct ws_stats {
   ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
 } ws_stats;
 
+/* The part of a worker the header's inline fast paths use: the layout of
+ * `struct pool__fast` in wspool.h (checked in forkjoin.c), with the runtime's
+ * atomic types. */
+typedef struct ws_fast {
+  ws_task **top;   /* one past the newest private frame; owner only */
+  struct pool *pool;
+  ws_u64 tasks;    /* frames run or taken back by the inline paths */
+  char pad[64 - 2 * sizeof(void *) - sizeof(ws_u64)];
+  ws_size limit;   /* spawns stay private while top < limit (forkjoin.c) */
+} ws_fast;
+
 typedef struct ws_worker {
-  ws_deque dq; /* first: its own cache lines */
-  /* Lazy publication of spawned frames (forkjoin.c): frames newer than
-   * everything in `dq`, not yet visible to thieves. Owner only. */
-  ws_task **priv;
-  size_t priv_lo, priv_hi, priv_cap;
+  /* First: `pool__self` points here, and a frame's owner is this address. */
+  ws_fast fast;
+  WS_ALIGNED ws_deque dq; /* its own cache lines */
+  /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, fast.top)
+   * are frames newer than everything in `dq`, not yet visible to thieves.
+   * priv_base[-1] is a marker slot; priv_end is one past the last slot.
+   * Owner only. */
+  ws_task **priv_lo, **priv_base, **priv_end;
+  ws_task **priv_block;    /* the array's allocation: the marker slot first */
   ws_task **priv_embedded; /* the first array, inside the worker's block */
-  /* Set by a thief that found `dq` empty: publish at the next spawn. */
-  WS_ALIGNED ws_u32 hungry;
-  WS_ALIGNED struct pool *pool; /* a new line: thieves write `hungry` */
+  WS_ALIGNED struct pool *pool;
   unsigned id;
   int cpu;       /* bound PU (OS index) or -1 */
   int numa;      /* NUMA node of that PU, or -1 */
@@ -71,6 +84,8 @@ struct pool {
 extern __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 
 static inline ws_worker *ws_self(void) { return ws__self; }
+/* Sets ws__self and the header's pool__self (forkjoin.c) for this thread. */
+void ws_set_self(ws_worker *w);
 
 /* NULL pool -> the caller's pool, else the default pool (may be NULL). */
 struct pool *ws_resolve(struct pool *p);
@@ -86,12 +101,30 @@ static inline void ws_after_push(struct pool *p) { ws_sleep_notify(&p->sleep); }
 
 /* Move the oldest `n` private frames to the public deque (forkjoin.c). */
 void ws_publish(ws_worker *w, size_t n);
+/* Points the private frame array at `block` (cap + 1 slots, the first the
+ * marker), empty. */
+void ws_priv_init(ws_worker *w, ws_task **block, size_t cap);
+
+/* Closing the fast spawn path (forkjoin.c): the owner when its deque looks
+ * empty, a thief that found it empty or took its last task. */
+static inline void ws_fast_close(ws_worker *w) {
+  if (ws_size_load(&w->fast.limit, ws_relaxed) != 0) ws_size_store(&w->fast.limit, 0, ws_relaxed);
+}
+void ws_ask_publish(ws_worker *victim);
+
+/* The owner's pop: closes the fast path once the deque is empty, so the
+ * next spawn publishes. */
+static inline ws_task *ws_pop_own(ws_worker *w) {
+  ws_task *t = ws_deque_pop(&w->dq);
+  if (ws_deque_size_hint(&w->dq) <= 0) ws_fast_close(w);
+  return t;
+}
 
 /* Push a task on w's deque and tell sleepers. ENOMEM if the deque can't grow.
  * Private frames are newer than every public task, so they are published
  * first: the deque keeps the order the owner created its work in. */
 static inline int ws_push(ws_worker *w, ws_task *t) {
-  if (w->priv_hi != w->priv_lo) ws_publish(w, w->priv_hi - w->priv_lo);
+  if (w->fast.top != w->priv_lo) ws_publish(w, (size_t)(w->fast.top - w->priv_lo));
   int64_t before;
   int rc = ws_deque_push(&w->dq, t, &before);
   if (rc == 0) ws_after_push(w->pool);

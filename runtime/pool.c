@@ -26,7 +26,7 @@ static int default_err;
 static void free_worker(struct pool *p, ws_worker *w) {
   if (!w) return;
   ws_deque_destroy(&w->dq);
-  if (w->priv != w->priv_embedded) free(w->priv);
+  if (w->priv_block != w->priv_embedded) free(w->priv_block);
   ws_nodes_destroy(&w->nodes);
   free(w->victims);
   ws_placement_dealloc(p, w->mem, w->mem_size);
@@ -49,7 +49,7 @@ static void free_pool(struct pool *p) {
 static int new_worker(struct pool *p, unsigned i) {
   size_t head = (sizeof(ws_worker) + WS_CACHELINE - 1) / WS_CACHELINE * WS_CACHELINE;
   size_t ring = (ws_deque_array_bytes(DEQUE_LOG_SIZE) + WS_CACHELINE - 1) / WS_CACHELINE * WS_CACHELINE;
-  size_t priv = PRIV_INITIAL * sizeof(ws_task *);
+  size_t priv = (PRIV_INITIAL + 1) * sizeof(ws_task *); /* + the marker slot */
   size_t size = head + ring + priv;
   char *mem = ws_placement_alloc(p, i, size);
   if (!mem) return ENOMEM;
@@ -66,8 +66,9 @@ static int new_worker(struct pool *p, unsigned i) {
   w->help_reserve = stack / 4 > MIN_HELP_RESERVE ? stack / 4 : MIN_HELP_RESERVE;
   ws_nodes_init(&w->nodes);
   ws_deque_init_in(&w->dq, DEQUE_LOG_SIZE, mem + head);
-  w->priv = w->priv_embedded = (ws_task **)(mem + head + ring);
-  w->priv_cap = PRIV_INITIAL;
+  w->fast.pool = p;
+  w->priv_block = w->priv_embedded = (ws_task **)(mem + head + ring);
+  ws_priv_init(w, w->priv_block, PRIV_INITIAL);
   p->workers[i] = w;
   return 0;
 }
@@ -315,7 +316,9 @@ int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *
   struct pool *p = ws_resolve((struct pool *)pool);
   if (!p || !out || worker >= p->nthreads) return EINVAL;
   ws_stats *s = &p->workers[worker]->stats;
-  out->tasks = ws_u64_load(&s->tasks, ws_relaxed);
+  /* The inline fork/join paths count in the worker's `fast` part. */
+  out->tasks = ws_u64_load(&s->tasks, ws_relaxed) +
+               ws_u64_load(&p->workers[worker]->fast.tasks, ws_relaxed);
   out->local_pops = ws_u64_load(&s->local_pops, ws_relaxed);
   out->global_pops = ws_u64_load(&s->global_pops, ws_relaxed);
   out->steals = ws_u64_load(&s->steals, ws_relaxed);

@@ -58,6 +58,13 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
     int lost;
     ws_task *t = ws_deque_steal(&v->dq, &lost);
     if (t) {
+      /* Took its last public task: its owner's next spawn should publish.
+       * A seq_cst read of bottom, not the relaxed size hint: if the owner
+       * popped concurrently and its post-fence read of top missed our CAS,
+       * this read comes after the owner's fence in S and so sees its
+       * bottom (forkjoin.c, above ws_priv_init). */
+      if (ws_i64_load(&v->dq.bottom, ws_seq_cst) <= ws_i64_load(&v->dq.top, ws_relaxed))
+        ws_ask_publish(v);
       ws_counter_add(&w->stats.steals, 1);
       if (w->trace) ws_trace_record(w->trace, WS_EV_STEAL, NULL, ws_trace_now(), v->id);
       if (v->numa != w->numa && v->numa >= 0 && w->numa >= 0)
@@ -66,11 +73,15 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
     }
     ws_counter_add(&w->stats.steal_failures, 1);
     /* Found it empty: ask the owner to publish its private frames at its
-     * next spawn. Test first so idle thieves do not keep the line bouncing. */
-    if (!lost && !ws_u32_load(&v->hungry, ws_relaxed)) ws_u32_store(&v->hungry, 1, ws_relaxed);
+     * next spawn. */
+    if (!lost) ws_ask_publish(v);
     /* Lost a race: someone took an item, but more may be there. Retry while
      * the victim looks non-empty, so one round is a complete look. */
-    if (!lost || ws_deque_size_hint(&v->dq) <= 0) return NULL;
+    if (!lost) return NULL;
+    if (ws_deque_size_hint(&v->dq) <= 0) {
+      ws_ask_publish(v);
+      return NULL;
+    }
   }
 }
 
@@ -98,7 +109,7 @@ static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
 }
 
 ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
-  ws_task *t = ws_deque_pop(&w->dq);
+  ws_task *t = ws_pop_own(w);
   if (t) {
     ws_counter_add(&w->stats.local_pops, 1);
     return t;
@@ -112,7 +123,7 @@ ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
  * foreign work only while its stack allows (the documented helping bound). */
 static ws_task *help_find(ws_worker *w, ws_worker *hint) {
   if (ws_may_help(w)) return ws_find_work(w, hint);
-  ws_task *t = ws_deque_pop(&w->dq);
+  ws_task *t = ws_pop_own(w);
   if (t) ws_counter_add(&w->stats.local_pops, 1);
   return t;
 }
@@ -185,7 +196,7 @@ static ws_task *idle_search(ws_worker *w) {
 void *ws_worker_main(void *arg) {
   ws_worker *w = arg;
   struct pool *p = w->pool;
-  ws__self = w;
+  ws_set_self(w);
 
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
@@ -224,6 +235,6 @@ void *ws_worker_main(void *arg) {
       ws_run(w, t);
     }
   }
-  ws__self = NULL;
+  ws_set_self(NULL);
   return NULL;
 }

@@ -1,0 +1,240 @@
+/* pool_take: a spawned task that nobody started comes back to the caller
+ * (POOL_TAKEN) and must not run anywhere else; one that was started is
+ * waited for (0) and has run exactly once. Checked through
+ *   - a fib tree on 1, 2, 3 and 8 workers: the answer, and every spawned
+ *     task done exactly once, by the pool or by its taker, never both;
+ *   - K frames (past the private stack's 256 slots) taken back in LIFO,
+ *     FIFO and random order, mixed with pool_sync;
+ *   - a task a thief has surely started (it waits for a flag set after
+ *     the spawn): take returns 0 and the task ran once;
+ *   - an outside thread: take waits (0), the task ran once on the pool;
+ *   - misuse: NULL, a frame never spawned, a second take, take after sync.
+ * Built twice (meson.build): with the header's inline fast paths and with
+ * POOL_NO_INLINE, so the library's own versions are checked as well. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wspool.h>
+
+#include "check.h"
+
+static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
+
+/* ---- fib through take: count who ran each spawned task ---------------- */
+
+static atomic_long by_pool, by_taker, spawned;
+
+typedef struct fib_arg {
+  int n;
+  long r;
+} fib_arg;
+
+static long pfib(int n);
+
+static void pfib_task(void *p) {
+  fib_arg *a = p;
+  atomic_fetch_add_explicit(&by_pool, 1, memory_order_relaxed);
+  a->r = pfib(a->n);
+}
+
+static long pfib(int n) {
+  if (n < 2) return n;
+  fib_arg x = {n - 1, -1};
+  pool_task_t t;
+  CHECK_OK(pool_spawn(NULL, &t, pfib_task, &x));
+  atomic_fetch_add_explicit(&spawned, 1, memory_order_relaxed);
+  long y = pfib(n - 2);
+  int rc = pool_take(&t);
+  if (rc == POOL_TAKEN) {
+    CHECK_EQ(x.r, -1); /* nobody ran it */
+    atomic_fetch_add_explicit(&by_taker, 1, memory_order_relaxed);
+    x.r = pfib(n - 1);
+  } else {
+    CHECK_EQ(rc, 0);
+  }
+  /* The frame is free again either way: a second take is misuse. */
+  CHECK_EQ(pool_take(&t), EINVAL);
+  return x.r + y;
+}
+
+static void root_task(void *p) {
+  fib_arg *a = p;
+  a->r = pfib(a->n);
+}
+
+static void check_fib(pool_t *pool, int n) {
+  atomic_store(&by_pool, 0);
+  atomic_store(&by_taker, 0);
+  atomic_store(&spawned, 0);
+  fib_arg a = {n, -1};
+  CHECK_OK(pool_submit(pool, root_task, &a));
+  CHECK_OK(pool_wait_idle(pool));
+  CHECK_EQ(a.r, fib_seq(n));
+  /* Every spawn was done once: by a worker or by the caller that took it
+   * back. */
+  CHECK_EQ(atomic_load(&by_pool) + atomic_load(&by_taker), atomic_load(&spawned));
+  CHECK_EQ(atomic_load(&spawned), fib_seq(n + 1) - 1);
+}
+
+/* ---- K frames, taken in an order ---------------------------------------- */
+
+typedef struct kid {
+  atomic_uint runs;
+} kid;
+
+static void kid_fn(void *p) { atomic_fetch_add(&((kid *)p)->runs, 1); }
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  *s = x;
+  return x;
+}
+
+typedef struct order_arg {
+  unsigned k;
+  int order; /* 0 LIFO, 1 FIFO, 2 random */
+  uint64_t seed;
+} order_arg;
+
+static void order_task(void *p) {
+  order_arg *a = p;
+  unsigned k = a->k;
+  kid *kids = calloc(k, sizeof *kids);
+  pool_task_t *t = calloc(k, sizeof *t);
+  unsigned *ord = calloc(k, sizeof *ord);
+  unsigned char *taken = calloc(k, 1);
+  CHECK(kids && t && ord && taken);
+  for (unsigned i = 0; i < k; i++) CHECK_OK(pool_spawn(NULL, &t[i], kid_fn, &kids[i]));
+  for (unsigned i = 0; i < k; i++) ord[i] = a->order == 0 ? k - 1 - i : i;
+  if (a->order == 2)
+    for (unsigned i = k; i > 1; i--) {
+      unsigned j = (unsigned)(rng_next(&a->seed) % i), x = ord[i - 1];
+      ord[i - 1] = ord[j];
+      ord[j] = x;
+    }
+  for (unsigned i = 0; i < k; i++) {
+    unsigned c = ord[i];
+    /* Every third one by pool_sync, the rest by pool_take. */
+    if (c % 3 == 0) {
+      CHECK_OK(pool_sync(&t[c]));
+      CHECK_EQ(atomic_load(&kids[c].runs), 1);
+      continue;
+    }
+    int rc = pool_take(&t[c]);
+    if (rc == POOL_TAKEN) {
+      CHECK_EQ(atomic_load(&kids[c].runs), 0);
+      taken[c] = 1;
+      kid_fn(&kids[c]);
+    } else {
+      CHECK_EQ(rc, 0);
+      CHECK_EQ(atomic_load(&kids[c].runs), 1);
+    }
+  }
+  for (unsigned i = 0; i < k; i++) CHECK_EQ(atomic_load(&kids[i].runs), 1);
+  /* LIFO from one worker that spawned them all: the newest is on top of
+   * its private stack unless a thief asked for work, so at least the last
+   * spawned one comes back on a single worker. */
+  if (a->order == 0 && (k - 1) % 3 != 0 && pool_threads(pool_current()) == 1)
+    CHECK(taken[k - 1]);
+  free(kids);
+  free(t);
+  free(ord);
+  free(taken);
+}
+
+/* ---- a task that a thief has surely started ------------------------------ */
+
+typedef struct started_arg {
+  atomic_int started, release, runs;
+} started_arg;
+
+static void started_fn(void *p) {
+  started_arg *s = p;
+  atomic_store(&s->started, 1);
+  while (!atomic_load(&s->release)) {
+  }
+  atomic_fetch_add(&s->runs, 1);
+}
+
+static void stolen_task(void *p) {
+  (void)p;
+  started_arg s;
+  atomic_init(&s.started, 0);
+  atomic_init(&s.release, 0);
+  atomic_init(&s.runs, 0);
+  pool_task_t t;
+  CHECK_OK(pool_spawn(NULL, &t, started_fn, &s));
+  /* With 2 workers and nothing else queued, the other worker steals it
+   * (the spawn published it: the deque was empty). Wait until it runs. */
+  while (!atomic_load(&s.started)) {
+  }
+  atomic_store(&s.release, 1);
+  CHECK_EQ(pool_take(&t), 0);
+  CHECK_EQ(atomic_load(&s.runs), 1);
+}
+
+/* ---- misuse -------------------------------------------------------------- */
+
+static void noop(void *p) { (void)p; }
+
+static void misuse_task(void *p) {
+  (void)p;
+  CHECK_EQ(pool_take(NULL), EINVAL);
+  pool_task_t never;
+  memset(&never, 0, sizeof never);
+  CHECK_EQ(pool_take(&never), EINVAL);
+  pool_task_t t;
+  CHECK_OK(pool_spawn(NULL, &t, noop, NULL));
+  CHECK_OK(pool_sync(&t));
+  CHECK_EQ(pool_take(&t), EINVAL);
+  CHECK_EQ(pool_sync(&t), EINVAL);
+}
+
+int main(void) {
+  check_watchdog(120);
+  const unsigned threads[] = {1, 2, 3, 8};
+  for (unsigned i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+    pool_config_t cfg;
+    pool_config_default(&cfg);
+    cfg.threads = threads[i];
+    pool_t *pool;
+    CHECK_OK(pool_create(&pool, &cfg));
+    unsigned long reps = check_iters(3);
+    for (unsigned long r = 0; r < reps; r++)
+      for (int n = 0; n <= 22; n += (n < 5 ? 1 : 6)) check_fib(pool, n);
+
+    const unsigned ks[] = {1, 2, 255, 256, 257, 1000, 5000};
+    for (unsigned j = 0; j < sizeof ks / sizeof ks[0]; j++)
+      for (int order = 0; order < 3; order++) {
+        order_arg a = {ks[j], order, 0x1234567u + j};
+        CHECK_OK(pool_submit(pool, order_task, &a));
+        CHECK_OK(pool_wait_idle(pool));
+      }
+
+    if (threads[i] == 2) {
+      for (unsigned long r = 0; r < check_iters(20); r++) {
+        CHECK_OK(pool_submit(pool, stolen_task, NULL));
+        CHECK_OK(pool_wait_idle(pool));
+      }
+    }
+
+    /* From outside: the task runs on the pool; take waits for it. */
+    kid k;
+    atomic_init(&k.runs, 0);
+    pool_task_t t;
+    CHECK_OK(pool_spawn(pool, &t, kid_fn, &k));
+    CHECK_EQ(pool_take(&t), 0);
+    CHECK_EQ(atomic_load(&k.runs), 1);
+    CHECK_EQ(pool_take(&t), EINVAL);
+
+    CHECK_OK(pool_submit(pool, misuse_task, NULL));
+    CHECK_OK(pool_wait_idle(pool));
+    CHECK_OK(pool_destroy(pool));
+  }
+  return 0;
+}

@@ -75,6 +75,16 @@ static inline int64_t ws_deque_size_hint(const ws_deque *d) {
   return b - t;
 }
 
+/* For a thief right after its successful steal: is the deque now empty?
+ * Bottom is read seq_cst so that, if the owner's pop (store bottom, fence,
+ * read top) missed this thief's CAS, this read sees the owner's bottom
+ * (the fence precedes the CAS in S); one of the two then sees it empty
+ * (forkjoin.c, above ws_priv_init). Top is our own CAS or later. */
+static inline bool ws_deque_empty_after_steal(const ws_deque *d) {
+  int64_t b = ws_i64_load(&d->bottom, ws_seq_cst);
+  return b <= ws_i64_load(&d->top, ws_relaxed);
+}
+
 /* Owner only. Returns 0 or ENOMEM (the deque is unchanged then). On success
  * *size_before is the number of items the owner saw before the push. */
 static inline int ws_deque_push(ws_deque *d, ws_task *task, int64_t *size_before) {

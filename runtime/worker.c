@@ -58,13 +58,8 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
     int lost;
     ws_task *t = ws_deque_steal(&v->dq, &lost);
     if (t) {
-      /* Took its last public task: its owner's next spawn should publish.
-       * A seq_cst read of bottom, not the relaxed size hint: if the owner
-       * popped concurrently and its post-fence read of top missed our CAS,
-       * this read comes after the owner's fence in S and so sees its
-       * bottom (forkjoin.c, above ws_priv_init). */
-      if (ws_i64_load(&v->dq.bottom, ws_seq_cst) <= ws_i64_load(&v->dq.top, ws_relaxed))
-        ws_ask_publish(v);
+      /* Took its last public task: its owner's next spawn should publish. */
+      if (ws_deque_empty_after_steal(&v->dq)) ws_ask_publish(v);
       ws_counter_add(&w->stats.steals, 1);
       if (w->trace) ws_trace_record(w->trace, WS_EV_STEAL, NULL, ws_trace_now(), v->id);
       if (v->numa != w->numa && v->numa >= 0 && w->numa >= 0)

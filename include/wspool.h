@@ -349,17 +349,29 @@ POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
  * without GNU C, or POOL_NO_INLINE defined).
  *
  * ABI, not API: `struct pool__fast` is the first part of each worker's
- * state and `pool__self` (thread-local) points to it on the pool's worker
- * threads, NULL elsewhere. The runtime checks this layout against its own
- * (runtime/internal.h). The relaxed accesses are GNU __atomic builtins
- * because this header cannot include the runtime's atomics header.
- *  top    the worker's next free private slot; top[-1] is the newest
- *         private frame, or a marker that is never a frame. Owner only.
+ * state. The thread-local `pool__tls` holds, on the pool's worker threads:
+ *  top    the worker's next free private slot: top[-1] is its newest
+ *         private frame, or a marker that is never a frame;
+ *  self   the worker's struct pool__fast.
+ * On every other thread they point to a stand-in whose limit is 0 and a
+ * marker, so both fast paths fall through to the library without a NULL
+ * test. `top` lives in the thread's own block, not in the worker, because a
+ * recursion's spawns and syncs read and write it one after another: reached
+ * through a pointer, each of those steps waits for a store-to-load
+ * forwarding. Both are in one variable so that a caller keeps one TLS
+ * offset in a register, not two. The runtime checks the layouts against
+ * its own (runtime/internal.h). The relaxed accesses are GNU __atomic
+ * builtins because this header cannot include the runtime's atomics header.
+ * In struct pool__fast:
  *  limit  a spawn stays private while top < limit. The owner opens it
  *         (sets the end of the stack) when its public deque holds work;
  *         the owner or a thief closes it (0) when that deque is empty, so
  *         the next spawn goes to the library and publishes.
  *  tasks  frames run or taken back here, for pool_worker_stats().
+ * A private frame has only fn and arg set: nobody but its owner can reach
+ * it, and the library fills in the rest (owner, state, ...) if it ever
+ * publishes it or meets it out of order in a sync. Taking it back off the
+ * stack marks it free (state IDLE) for the library's misuse check.
  * These layouts are compiled into callers: changing them changes the
  * library's soname.
  */
@@ -373,14 +385,16 @@ struct pool__frame { /* the layout of a pool_task_t */
   unsigned state;
 };
 struct pool__fast {
-  void **top;
   void *pool;
   uint64_t tasks;
-  char wsp_pad[64 - 2 * sizeof(void *) - sizeof(uint64_t)];
+  char wsp_pad[64 - sizeof(void *) - sizeof(uint64_t)];
   uintptr_t limit; /* on its own cache line: thieves write it */
 };
-#define POOL__FRAME_IDLE 0u
-#define POOL__FRAME_SPAWNED 0x57A5F00Du /* distinctive, so a stray frame rarely passes */
+struct pool__tls {
+  void **top;
+  struct pool__fast *self;
+};
+#define POOL__FRAME_IDLE 0u /* a frame's state when it is free */
 
 #if defined(__GNUC__) && defined(__ELF__)
 /* The library's full versions, under names of their own (aliases of
@@ -395,7 +409,7 @@ POOL_API __attribute__((__cold__)) int pool__take_full(pool_task_t *task);
 
 #if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(__ELF__) && !defined(WSPOOL_BUILDING) && \
     !defined(POOL_NO_INLINE)
-extern __thread struct pool__fast *pool__self __attribute__((tls_model("initial-exec")));
+extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
 
 #define POOL__INLINE extern __inline__ __attribute__((__gnu_inline__, __always_inline__))
 #ifdef __cplusplus
@@ -406,17 +420,15 @@ extern __thread struct pool__fast *pool__self __attribute__((tls_model("initial-
 #endif
 
 POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
-  struct pool__fast *w = pool__self;
-  if (__builtin_expect(w && task && fn && (!pool || (void *)pool == w->pool), 1)) {
-    void **top = w->top;
+  struct pool__fast *w = pool__tls.self; /* never NULL (see above) */
+  if (__builtin_expect(task && fn && (!pool || (void *)pool == w->pool), 1)) {
+    void **top = pool__tls.top;
     if (__builtin_expect((uintptr_t)top < __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 1)) {
       struct pool__frame *f = (struct pool__frame *)(void *)task;
       f->fn = fn;
       f->arg = arg;
-      f->owner = w;
-      __atomic_store_n(&f->state, POOL__FRAME_SPAWNED, __ATOMIC_RELAXED);
       *top = task;
-      w->top = top + 1;
+      pool__tls.top = top + 1;
       return 0;
     }
   }
@@ -425,19 +437,20 @@ POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *a
 
 /* Pops the frame if it is the caller's newest private one. Always inlined:
  * the library has no symbol of this name. */
-POOL__INLINE int pool__pop_private(struct pool__fast *w, pool_task_t *task) {
-  void **top = w->top;
+POOL__INLINE int pool__pop_private(pool_task_t *task) {
+  void **top = pool__tls.top;
   if (__builtin_expect(!task || top[-1] != (void *)task, 0)) return 0;
-  w->top = top - 1;
+  pool__tls.top = top - 1;
+  /* Marks the frame free, so a second sync or take of it is EINVAL. */
   __atomic_store_n(&((struct pool__frame *)(void *)task)->state, POOL__FRAME_IDLE,
                    __ATOMIC_RELAXED);
+  struct pool__fast *w = pool__tls.self;
   __atomic_store_n(&w->tasks, w->tasks + 1, __ATOMIC_RELAXED);
   return 1;
 }
 
 POOL__INLINE int pool_sync(pool_task_t *task) {
-  struct pool__fast *w = pool__self;
-  if (__builtin_expect(w != NULL, 1) && pool__pop_private(w, task)) {
+  if (pool__pop_private(task)) {
     struct pool__frame *f = (struct pool__frame *)(void *)task;
     f->fn(f->arg);
     return 0;
@@ -446,8 +459,7 @@ POOL__INLINE int pool_sync(pool_task_t *task) {
 }
 
 POOL__INLINE int pool_take(pool_task_t *task) {
-  struct pool__fast *w = pool__self;
-  if (__builtin_expect(w != NULL, 1) && pool__pop_private(w, task)) return POOL_TAKEN;
+  if (pool__pop_private(task)) return POOL_TAKEN;
   return pool__take_full(task);
 }
 

@@ -17,11 +17,10 @@
 
 #include "internal.h"
 
-enum {
-  FRAME_IDLE = POOL__FRAME_IDLE,
-  FRAME_SPAWNED = POOL__FRAME_SPAWNED,
-  FRAME_DONE = 0x57A5D0E5u
-};
+/* A frame's state. Distinctive values, so a stray frame rarely passes for a
+ * spawned one. A private frame (on its owner's private stack) has no state:
+ * the inline spawn sets only fn and arg. */
+enum { FRAME_IDLE = POOL__FRAME_IDLE, FRAME_SPAWNED = 0x57A5F00Du, FRAME_DONE = 0x57A5D0E5u };
 
 typedef struct ws_frame {
   ws_task hdr;
@@ -41,26 +40,33 @@ _Static_assert(sizeof(ws_frame) <= sizeof(pool_task_t), "pool_task_t too small f
 _Static_assert(_Alignof(ws_frame) <= _Alignof(pool_task_t), "pool_task_t under-aligned");
 _Static_assert(SAME_FIELD(ws_frame, fn, struct pool__frame, fn) &&
                    SAME_FIELD(ws_frame, arg, struct pool__frame, arg) &&
-                   SAME_FIELD(ws_frame, owner, struct pool__frame, owner) &&
                    SAME_FIELD(ws_frame, state, struct pool__frame, state),
                "ws_frame and struct pool__frame differ");
 _Static_assert(offsetof(ws_worker, fast) == 0, "a frame's owner is its worker's fast part");
-_Static_assert(SAME_FIELD(ws_fast, top, struct pool__fast, top) &&
-                   SAME_FIELD(ws_fast, tasks, struct pool__fast, tasks) &&
+_Static_assert(SAME_FIELD(ws_fast, tasks, struct pool__fast, tasks) &&
                    SAME_FIELD(ws_fast, pool, struct pool__fast, pool) &&
                    SAME_FIELD(ws_fast, limit, struct pool__fast, limit),
                "ws_fast and struct pool__fast differ");
 
-/* The inline paths find the current worker through this; NULL outside. */
-POOL_API __thread struct pool__fast *pool__self __attribute__((tls_model("initial-exec")));
+/* What pool__tls points to on threads that are not workers: a spawn never
+ * stays private (limit 0) and top[-1] is never a frame, so the inline paths
+ * call the library without testing for NULL. Nothing ever writes these. */
+static void *idle_slots[1] = {idle_slots};
+static struct pool__fast idle_fast = {.limit = 0};
+
+/* The inline paths find the current worker, and its private stack, here. */
+POOL_API __thread struct pool__tls pool__tls
+    __attribute__((tls_model("initial-exec"))) = {idle_slots + 1, &idle_fast};
 
 void ws_set_self(ws_worker *w) {
   ws__self = w;
-  pool__self = w ? (struct pool__fast *)(void *)&w->fast : NULL;
+  pool__tls.self = w ? (struct pool__fast *)(void *)&w->fast : &idle_fast;
+  pool__tls.top = w ? (void **)w->priv_lo : idle_slots + 1;
 }
 
 /* Runs a frame that left its owner's fast path: stolen, popped while the
- * owner synced another frame, or taken from the global queue. */
+ * owner synced another frame, or taken from the global queue. Its owner,
+ * pool and state are set (spawn_slow or frame_make_public). */
 static void frame_exec(ws_task *t, ws_worker *w) {
   ws_frame *f = (ws_frame *)t;
   ws_ptr_store(&f->thief, w, ws_relaxed);
@@ -80,10 +86,10 @@ static void frame_exec(ws_task *t, ws_worker *w) {
 
 /* Private frames (lazy publication, after Lace's split deque).
  *
- * A spawn stays in the owner's private stack [priv_lo, fast.top), which
+ * A spawn stays in the owner's private stack [priv_lo, ws_top()), which
  * costs no fence and no atomic RMW, while the public deque still holds work
  * for thieves. The spawn fast path (here and inline in wspool.h) is taken
- * while fast.top < fast.limit; `limit` folds every reason to leave it into
+ * while ws_top() < fast.limit; `limit` folds every reason to leave it into
  * one relaxed load:
  *   - the stack is full (limit is its end),
  *   - the public deque is empty: the owner closes the path (limit = 0) when
@@ -125,7 +131,7 @@ static void frame_exec(ws_task *t, ws_worker *w) {
 void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
   block[0] = PRIV_MARK(w);
   w->priv_block = block;
-  w->priv_base = w->priv_lo = w->fast.top = block + 1;
+  w->priv_base = w->priv_lo = block + 1;
   w->priv_end = block + 1 + cap;
 }
 
@@ -141,31 +147,42 @@ void ws_ask_publish(ws_worker *v) {
   if (ws_size_load(&v->fast.limit, ws_seq_cst) != 0) ws_size_store(&v->fast.limit, 0, ws_seq_cst);
 }
 
+/* A private frame has only fn and arg (the inline spawn sets no more): the
+ * rest, for whoever runs or syncs it once it leaves the private stack. */
+static void frame_make_public(ws_frame *f, ws_worker *w) {
+  f->hdr.exec = frame_exec;
+  f->owner = w;
+  f->pool = w->pool;
+  ws_ptr_store(&f->thief, NULL, ws_relaxed);
+  /* Relaxed: the push that publishes it is a release, and the owner's own
+   * sync reads it on this thread. */
+  ws_u32_store(&f->state, FRAME_SPAWNED, ws_relaxed);
+}
+
 void ws_publish(ws_worker *w, size_t n) {
   size_t moved = 0;
-  while (moved < n && w->priv_lo < w->fast.top) {
+  while (moved < n && w->priv_lo < ws_top()) {
     int64_t before;
     ws_frame *f = (ws_frame *)*w->priv_lo;
-    /* The inline spawn set fn, arg, owner and state; the rest is for
-     * whoever runs it now. */
-    f->hdr.exec = frame_exec;
-    f->pool = w->pool;
-    ws_ptr_store(&f->thief, NULL, ws_relaxed);
+    frame_make_public(f, w);
     if (ws_deque_push(&w->dq, &f->hdr, &before) != 0) break;
     *w->priv_lo++ = PRIV_MARK(w);
     moved++;
   }
-  if (w->priv_lo == w->fast.top) w->priv_lo = w->fast.top = w->priv_base;
+  if (w->priv_lo == ws_top()) {
+    w->priv_lo = w->priv_base;
+    ws_set_top(w->priv_base);
+  }
   if (moved) ws_after_push(w->pool);
 }
 
 static int priv_grow(ws_worker *w) {
-  size_t n = (size_t)(w->fast.top - w->priv_lo);
+  size_t n = (size_t)(ws_top() - w->priv_lo);
   size_t cap = (size_t)(w->priv_end - w->priv_base);
   if (w->priv_lo > w->priv_base) {
     memmove(w->priv_base, w->priv_lo, n * sizeof(ws_task *));
     w->priv_lo = w->priv_base;
-    w->fast.top = w->priv_base + n;
+    ws_set_top(w->priv_base + n);
     return 0;
   }
   /* The first array lives in the worker's NUMA-local block (pool.c): copy
@@ -175,19 +192,8 @@ static int priv_grow(ws_worker *w) {
   memcpy(grown + 1, w->priv_lo, n * sizeof(ws_task *));
   if (w->priv_block != w->priv_embedded) free(w->priv_block);
   ws_priv_init(w, grown, 2 * cap);
-  w->fast.top = w->priv_base + n;
+  ws_set_top(w->priv_base + n);
   return 0;
-}
-
-static void frame_init(ws_frame *f, pool_fn fn, void *arg, ws_worker *owner, struct pool *p) {
-  f->hdr.exec = frame_exec;
-  f->fn = fn;
-  f->arg = arg;
-  f->owner = owner;
-  f->pool = p;
-  ws_ptr_store(&f->thief, NULL, ws_relaxed);
-  /* Relaxed: publication (a release push, or the queue lock) orders it. */
-  ws_u32_store(&f->state, FRAME_SPAWNED, ws_relaxed);
 }
 
 /* Everything but the common case: publication, growth, outside spawns. */
@@ -198,26 +204,35 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
   struct pool *p = ws_resolve(pool);
   if (!p) return EINVAL;
   ws_frame *f = (ws_frame *)task;
+  f->fn = fn;
+  f->arg = arg;
   if (!(w && w->pool == p)) {
-    frame_init(f, fn, arg, NULL, p);
+    f->hdr.exec = frame_exec;
+    f->owner = NULL;
+    f->pool = p;
+    ws_ptr_store(&f->thief, NULL, ws_relaxed);
+    /* Relaxed: the queue's lock publishes it. */
+    ws_u32_store(&f->state, FRAME_SPAWNED, ws_relaxed);
     int rc = ws_push_global(p, &f->hdr, true);
     if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
     return rc;
   }
-  frame_init(f, fn, arg, w, p);
   if (w->trace) goto public;
   if (ws_size_load(&w->fast.limit, ws_relaxed) == 0) {
     /* Nothing public, or a thief found it so: publish the oldest half of
      * the private frames, or this one if there are none. */
-    size_t n = (size_t)(w->fast.top - w->priv_lo);
+    size_t n = (size_t)(ws_top() - w->priv_lo);
     if (n == 0) goto public;
     ws_publish(w, (n + 1) / 2);
   }
-  if (w->fast.top == w->priv_end && priv_grow(w) != 0) goto public;
-  *w->fast.top++ = &f->hdr;
+  if (ws_top() == w->priv_end && priv_grow(w) != 0) goto public;
+  /* Private, like the inline spawn's frames: fn and arg only. */
+  *ws_top() = &f->hdr;
+  ws_set_top(ws_top() + 1);
   fast_open(w);
   return 0;
 public:
+  frame_make_public(f, w);
   if (ws_push(w, &f->hdr) == 0) {
     fast_open(w);
     return 0;
@@ -232,16 +247,17 @@ public:
 int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   if (__builtin_expect(w && task && fn && (!pool || pool == w->pool) &&
-                           (uintptr_t)w->fast.top < ws_size_load(&w->fast.limit, ws_relaxed),
+                           (uintptr_t)ws_top() < ws_size_load(&w->fast.limit, ws_relaxed),
                        1)) {
     /* The common case, as in wspool.h: a private frame. Only the owner
-     * reads it unless it is published later (ws_publish sets the rest). */
+     * reads it unless it is published later (frame_make_public sets the
+     * rest). */
     ws_frame *f = (ws_frame *)task;
     f->fn = fn;
     f->arg = arg;
-    f->owner = w;
-    ws_u32_store(&f->state, FRAME_SPAWNED, ws_relaxed);
-    *w->fast.top++ = &f->hdr;
+    ws_task **top = ws_top();
+    *top = &f->hdr;
+    ws_set_top(top + 1);
     return 0;
   }
   return spawn_slow(pool, task, fn, arg);
@@ -250,26 +266,48 @@ int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
 /* The fast path of sync and take, as in wspool.h: the caller's newest
  * private frame comes off the stack. */
 static inline bool pop_private(ws_worker *w, ws_frame *f) {
-  if (!w || !f || w->fast.top[-1] != &f->hdr) return false;
-  w->fast.top--;
+  ws_task **top = ws_top();
+  if (!w || !f || top[-1] != &f->hdr) return false;
+  ws_set_top(top - 1);
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   ws_counter_add(&w->fast.tasks, 1);
   return true;
 }
 
+/* Is f on the private stack of w, the caller's worker? */
+static bool priv_holds(const ws_worker *w, const ws_frame *f) {
+  for (ws_task **s = ws_top(); s != w->priv_lo;)
+    if (*--s == &f->hdr) return true;
+  return false;
+}
+
 /* Sync (take = false) or take (true) of a frame off the fast path. */
 static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, bool take) {
-  uint32_t st = ws_u32_load(&f->state, ws_acquire);
-  if (st == FRAME_DONE) goto done;
-  if (st != FRAME_SPAWNED) return EINVAL;
-  ws_worker *w = f->owner;
-  if (w) {
+  ws_worker *w = self;
+  /* A private frame that is not on top (synced out of order) has no state
+   * yet, so look for it first; the search costs no more than the unwinding
+   * it leads to. Otherwise its state tells. */
+  if (!(w && priv_holds(w, f))) {
+    uint32_t st = ws_u32_load(&f->state, ws_acquire);
+    if (st == FRAME_DONE) goto done;
+    if (st != FRAME_SPAWNED) return EINVAL;
+    w = f->owner;
+    if (!w) {
+      ws_block_until_value(f->pool, &f->state, FRAME_DONE);
+      goto done;
+    }
     if (w != self) return EINVAL;
-    /* Synced out of order: what was spawned after it runs first (its own
-     * sync then finds it done). */
-    while (w->fast.top != w->priv_lo) {
-      ws_task *t = *--w->fast.top;
+  }
+  {
+    /* What was spawned after it runs first, here (each one's own sync
+     * then finds it done). All private frames are newer than the public
+     * ones. A frame run here may spawn and publish, f included: then f
+     * is public (its state set) when the private stack runs out. */
+    while (ws_top() != w->priv_lo) {
+      ws_task *t = ws_top()[-1];
+      ws_set_top(ws_top() - 1);
       if (t == &f->hdr) goto run_here;
+      frame_make_public((ws_frame *)t, w);
       frame_exec(t, w);
       ws_counter_add(&w->stats.tasks, 1);
     }
@@ -283,8 +321,6 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
     /* Stolen: work while the thief finishes it. */
     ws_help_until_value(w, &f->state, FRAME_DONE,
                         (ws_worker *)ws_ptr_load(&f->thief, ws_relaxed));
-  } else {
-    ws_block_until_value(f->pool, &f->state, FRAME_DONE);
   }
   goto done;
 run_here:

@@ -23,20 +23,20 @@ typedef struct ws_stats {
 
 /* The part of a worker the header's inline fast paths use: the layout of
  * `struct pool__fast` in wspool.h (checked in forkjoin.c), with the runtime's
- * atomic types. */
+ * atomic types. The top of the private frame stack is not here but in the
+ * thread-local pool__top (below). */
 typedef struct ws_fast {
-  ws_task **top;   /* one past the newest private frame; owner only */
   struct pool *pool;
   ws_u64 tasks;    /* frames run or taken back by the inline paths */
-  char pad[64 - 2 * sizeof(void *) - sizeof(ws_u64)];
-  ws_size limit;   /* spawns stay private while top < limit (forkjoin.c) */
+  char pad[64 - sizeof(void *) - sizeof(ws_u64)];
+  ws_size limit;   /* spawns stay private while pool__top < limit (forkjoin.c) */
 } ws_fast;
 
 typedef struct ws_worker {
   /* First: `pool__self` points here, and a frame's owner is this address. */
   ws_fast fast;
   WS_ALIGNED ws_deque dq; /* its own cache lines */
-  /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, fast.top)
+  /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, ws_top())
    * are frames newer than everything in `dq`, not yet visible to thieves.
    * priv_base[-1] is a marker slot; priv_end is one past the last slot.
    * Owner only. */
@@ -84,8 +84,20 @@ struct pool {
 extern __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 
 static inline ws_worker *ws_self(void) { return ws__self; }
-/* Sets ws__self and the header's pool__self (forkjoin.c) for this thread. */
+/* Sets ws__self, and the header's pool__tls (forkjoin.c), for this
+ * thread. */
 void ws_set_self(ws_worker *w);
+
+/* The top of the calling worker's private frame stack: one past its newest
+ * private frame (forkjoin.c). Thread-local (pool__tls.top, shared with the
+ * header's inline paths) rather than in ws_worker because every spawn and
+ * sync of a recursion reads and writes it in turn: through a pointer that
+ * chain of loads and stores waits for a store-to-load forwarding per step
+ * (docs/design.md, section 6). Only its own thread touches it, so it needs
+ * no atomics. */
+extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
+static inline ws_task **ws_top(void) { return (ws_task **)pool__tls.top; }
+static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
 
 /* NULL pool -> the caller's pool, else the default pool (may be NULL). */
 struct pool *ws_resolve(struct pool *p);
@@ -120,11 +132,12 @@ static inline ws_task *ws_pop_own(ws_worker *w) {
   return t;
 }
 
-/* Push a task on w's deque and tell sleepers. ENOMEM if the deque can't grow.
+/* Push a task on w's deque and tell sleepers; w is the caller's worker.
+ * ENOMEM if the deque can't grow.
  * Private frames are newer than every public task, so they are published
  * first: the deque keeps the order the owner created its work in. */
 static inline int ws_push(ws_worker *w, ws_task *t) {
-  if (w->fast.top != w->priv_lo) ws_publish(w, (size_t)(w->fast.top - w->priv_lo));
+  if (ws_top() != w->priv_lo) ws_publish(w, (size_t)(ws_top() - w->priv_lo));
   int64_t before;
   int rc = ws_deque_push(&w->dq, t, &before);
   if (rc == 0) ws_after_push(w->pool);

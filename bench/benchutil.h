@@ -197,6 +197,7 @@ struct bench_variant {
   double aux[BENCH_MAX_RUNS];
   double aux_med;
   int nt;
+  int first_round;       /* 1 when t[0] is the warm-up run (a long one) */
   int runs;              /* runs planned */
   double med, min, max;
 };
@@ -212,6 +213,7 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
   double total = 0, start = bench_now();
   for (int i = 0; i < nv && i < 64; i++) {
     v[i].nt = 0;
+    v[i].first_round = 0;
     v[i].runs = runs;
     if (!v[i].available) continue;
     bench_settle();
@@ -221,7 +223,10 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
      * and the pause before it. */
     warm[i] = bench_now() - w0 + 0.02;
     /* A long run is warm after its first fraction of a second: count it. */
-    if (t >= 0.5) v[i].t[v[i].nt++] = t;
+    if (t >= 0.5) {
+      v[i].t[v[i].nt++] = t;
+      v[i].first_round = 1;
+    }
     total += warm[i] * (runs - v[i].nt);
     fflush(stdout);
     fprintf(stderr, "  warm-up %-30s %10.3f ms\n", v[i].name, t * 1e3);
@@ -261,6 +266,24 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
     memcpy(tmp, v[i].aux, sizeof(double) * (size_t)v[i].nt);
     v[i].aux_med = bench_median(tmp, v[i].nt);
   }
+}
+
+/* The median over rounds of a's time over b's time in the same round, or 0
+ * when they share no round. This machine's speed drifts in phases (runs of
+ * one program 30 % apart for seconds at a time), so a ratio of two runs made
+ * within the same round, moments apart, is steadier than a ratio of two
+ * medians taken over the whole program; benchmarks print both. Variants
+ * compared this way are listed next to each other, so a round runs them
+ * back to back. */
+static inline double bench_paired_ratio(const bench_variant *a, const bench_variant *b) {
+  double r[BENCH_MAX_RUNS];
+  int n = 0;
+  for (int k = 0; k < BENCH_MAX_RUNS; k++) {
+    int ia = k + a->first_round, ib = k + b->first_round;
+    if (ia >= a->nt || ib >= b->nt) break;
+    r[n++] = a->t[ia] / b->t[ib];
+  }
+  return n ? bench_median(r, n) : 0.0;
 }
 
 /* One line of the ratios summary: T1/Ts, T1/T2 and the speedup Ts/T2 of a

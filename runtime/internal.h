@@ -24,16 +24,16 @@ typedef struct ws_stats {
 /* The part of a worker the header's inline fast paths use: the layout of
  * `struct pool__fast` in wspool.h (checked in forkjoin.c), with the runtime's
  * atomic types. The top of the private frame stack is not here but in the
- * thread-local pool__top (below). */
+ * thread-local pool__tls.top (below). */
 typedef struct ws_fast {
   struct pool *pool;
   ws_u64 tasks;    /* frames run or taken back by the inline paths */
   char pad[64 - sizeof(void *) - sizeof(ws_u64)];
-  ws_size limit;   /* spawns stay private while pool__top < limit (forkjoin.c) */
+  ws_size limit;   /* spawns stay private while pool__tls.top < limit (forkjoin.c) */
 } ws_fast;
 
 typedef struct ws_worker {
-  /* First: `pool__self` points here, and a frame's owner is this address. */
+  /* First: `pool__tls.self` points here, and a frame's owner is this address. */
   ws_fast fast;
   WS_ALIGNED ws_deque dq; /* its own cache lines */
   /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, ws_top())

@@ -40,14 +40,7 @@ static void check(const char *who) {
 /* ---- sequential (the same recursion, plain calls) ---- */
 
 static void s_merge(const int32_t *a, size_t na, const int32_t *b, size_t nb, int32_t *d) {
-  if (na < nb) {
-    const int32_t *t = a;
-    a = b;
-    b = t;
-    size_t tn = na;
-    na = nb;
-    nb = tn;
-  }
+  sort_larger_first(&a, &na, &b, &nb);
   if (na + nb < MERGE_CUTOFF) {
     seq_merge(a, na, b, nb, d);
     return;
@@ -99,14 +92,7 @@ static void w_merge(void *p) {
   w_mrg *m = p;
   const int32_t *a = m->a, *b = m->b;
   size_t na = m->na, nb = m->nb;
-  if (na < nb) {
-    const int32_t *t = a;
-    a = b;
-    b = t;
-    size_t tn = na;
-    na = nb;
-    nb = tn;
-  }
+  sort_larger_first(&a, &na, &b, &nb);
   if (na + nb < MERGE_CUTOFF) {
     seq_merge(a, na, b, nb, m->d);
     return;
@@ -163,14 +149,7 @@ static double run_wspool(bench_variant *v) {
 
 #ifdef BENCH_HAVE_OPENMP
 static void o_merge(const int32_t *a, size_t na, const int32_t *b, size_t nb, int32_t *d) {
-  if (na < nb) {
-    const int32_t *t = a;
-    a = b;
-    b = t;
-    size_t tn = na;
-    na = nb;
-    nb = tn;
-  }
+  sort_larger_first(&a, &na, &b, &nb);
   if (na + nb < MERGE_CUTOFF) {
     seq_merge(a, na, b, nb, d);
     return;

@@ -86,6 +86,20 @@ static inline size_t sort_lower_bound(const int32_t *b, size_t nb, int32_t x) {
   return lo;
 }
 
+/* Make a the larger of a merge's two runs (sort_split splits a at its
+ * middle and searches b). */
+static inline void sort_larger_first(const int32_t **a, size_t *na, const int32_t **b,
+                                     size_t *nb) {
+  if (*na < *nb) {
+    const int32_t *t = *a;
+    *a = *b;
+    *b = t;
+    size_t tn = *na;
+    *na = *nb;
+    *nb = tn;
+  }
+}
+
 /* Split a merge of a (the larger run) and b: a[0..*sa) + b[0..*sb) go
  * before a[*sa..) + b[*sb..) in the output. */
 static inline void sort_split(const int32_t *a, size_t na, const int32_t *b, size_t nb,

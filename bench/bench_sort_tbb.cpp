@@ -3,17 +3,13 @@
 #include <tbb/task_group.h>
 
 #include <memory>
-#include <utility>
 
 #include "bench_sort.h"
 #include "benchutil.h"
 #include "peers.h"
 
 static void t_merge(const int32_t *a, size_t na, const int32_t *b, size_t nb, int32_t *d) {
-  if (na < nb) {
-    std::swap(a, b);
-    std::swap(na, nb);
-  }
+  sort_larger_first(&a, &na, &b, &nb);
   if (na + nb < MERGE_CUTOFF) {
     seq_merge(a, na, b, nb, d);
     return;

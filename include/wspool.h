@@ -152,7 +152,8 @@ POOL_API const char *pool_strerror(int err);
  *  @{ */
 
 /** Per-worker counters. They stay on: each is a private relaxed counter.
- *  A task is counted just after it finishes, so right after pool_wait_idle()
+ *  A task is counted just after it finishes, and the frames it spawned and
+ *  ran or took back itself with it, so right after pool_wait_idle()
  *  returns the totals may still be catching up for an instant. */
 typedef struct pool_worker_stats {
   uint64_t tasks;          /**< tasks run, counting each spawned frame its own
@@ -352,7 +353,12 @@ POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
  * state. The thread-local `pool__tls` holds, on the pool's worker threads:
  *  top    the worker's next free private slot: top[-1] is its newest
  *         private frame, or a marker that is never a frame;
- *  self   the worker's struct pool__fast.
+ *  self   the worker's struct pool__fast;
+ *  tasks  frames this thread took back or ran on the inline paths since
+ *         the runtime last added them to the worker's `tasks` statistic
+ *         (it does after each task it schedules). A counter in the
+ *         thread's own block, so the increment does not wait on a load
+ *         through `self`.
  * On every other thread they point to a stand-in whose limit is 0 and a
  * marker, so both fast paths fall through to the library without a NULL
  * test. `top` lives in the thread's own block, not in the worker, because a
@@ -367,7 +373,6 @@ POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
  *         (sets the end of the stack) when its public deque holds work;
  *         the owner or a thief closes it (0) when that deque is empty, so
  *         the next spawn goes to the library and publishes.
- *  tasks  frames run or taken back here, for pool_worker_stats().
  * A private frame has only fn and arg set: nobody but its owner can reach
  * it, and the library fills in the rest (owner, state, ...) if it ever
  * publishes it or meets it out of order in a sync. Taking it back off the
@@ -386,13 +391,13 @@ struct pool__frame { /* the layout of a pool_task_t */
 };
 struct pool__fast {
   void *pool;
-  uint64_t tasks;
-  char wsp_pad[64 - sizeof(void *) - sizeof(uint64_t)];
+  char wsp_pad[64 - sizeof(void *)];
   uintptr_t limit; /* on its own cache line: thieves write it */
 };
 struct pool__tls {
   void **top;
   struct pool__fast *self;
+  uint64_t tasks;
 };
 #define POOL__FRAME_IDLE 0u /* a frame's state when it is free */
 
@@ -412,6 +417,54 @@ POOL_API __attribute__((__cold__)) int pool__take_full(pool_task_t *task);
 extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
 
 #define POOL__INLINE extern __inline__ __attribute__((__gnu_inline__, __always_inline__))
+
+/* The way out of an inline path into the library, on x86-64.
+ *
+ * A plain call there clobbers the caller-saved registers, so the compiler
+ * keeps whatever lives across a spawn (in fib, `n`) in a callee-saved
+ * register, and gcc then saves those registers on entry, before the
+ * caller's own base-case test: every leaf of a recursion pays a full
+ * prologue and epilogue (fib(32) on one worker: 16.9 ms against 12.8 ms).
+ * Instead the asm below calls a trampoline of the library
+ * (runtime/tramp.c) that preserves every general register but rax, and
+ * tells the compiler that only the vector, x87 and flag registers and
+ * memory are clobbered; the compiler then keeps such values in
+ * caller-saved registers and places the prologue past the base-case test.
+ * The call goes through the GOT, not a PLT stub: lazy binding in a PLT
+ * stub may clobber r11, and the compiler is told nothing is (with
+ * -fipa-ra it even keeps values in r11 across the caller's own calls to
+ * functions that reach the library only this way). The asm steps over
+ * the 128-byte red zone first, which the caller may be using if it is
+ * otherwise a leaf; the trampoline's unwind information
+ * puts the caller's stack pointer back above it, so backtraces taken
+ * inside the library stay right. Targets with registers this list does not
+ * name (APX, AMX) use the plain call. */
+#if defined(__x86_64__) && !defined(__APX_F__) && !defined(__AMX_TILE__) && \
+    !defined(POOL_NO_TRAMPOLINE)
+#ifdef __AVX512F__
+#define POOL__CLOBBER_AVX512                                                                   \
+  , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", \
+      "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k0", "k1", "k2", "k3", "k4", "k5", \
+      "k6", "k7"
+#else
+#define POOL__CLOBBER_AVX512
+#endif
+#define POOL__CLOBBERS                                                                         \
+  "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
+      "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)",    \
+      "st(4)", "st(5)", "st(6)", "st(7)", "mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6",       \
+      "mm7" POOL__CLOBBER_AVX512
+#define POOL__TRAMP(name) \
+  "lea -128(%%rsp), %%rsp\n\tcall *" name "@GOTPCREL(%%rip)\n\tlea 128(%%rsp), %%rsp"
+#define POOL__SLOW_TASK(name, full, task)                                                 \
+  do {                                                                                   \
+    int pool__rc;                                                                        \
+    __asm__ __volatile__(POOL__TRAMP(name) : "=a"(pool__rc) : "D"(task) : POOL__CLOBBERS); \
+    return pool__rc;                                                                     \
+  } while (0)
+#else
+#define POOL__SLOW_TASK(name, full, task) return full(task)
+#endif
 #ifdef __cplusplus
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wold-style-cast"
@@ -432,7 +485,16 @@ POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *a
       return 0;
     }
   }
+#ifdef POOL__CLOBBERS
+  int rc;
+  __asm__ __volatile__(POOL__TRAMP("pool__spawn_tramp")
+                       : "=a"(rc)
+                       : "D"(pool), "S"(task), "d"(fn), "c"(arg)
+                       : POOL__CLOBBERS);
+  return rc;
+#else
   return pool__spawn_full(pool, task, fn, arg);
+#endif
 }
 
 /* Pops the frame if it is the caller's newest private one. Always inlined:
@@ -444,8 +506,7 @@ POOL__INLINE int pool__pop_private(pool_task_t *task) {
   /* Marks the frame free, so a second sync or take of it is EINVAL. */
   __atomic_store_n(&((struct pool__frame *)(void *)task)->state, POOL__FRAME_IDLE,
                    __ATOMIC_RELAXED);
-  struct pool__fast *w = pool__tls.self;
-  __atomic_store_n(&w->tasks, w->tasks + 1, __ATOMIC_RELAXED);
+  pool__tls.tasks++; /* this thread's own: a plain increment */
   return 1;
 }
 
@@ -455,12 +516,12 @@ POOL__INLINE int pool_sync(pool_task_t *task) {
     f->fn(f->arg);
     return 0;
   }
-  return pool__sync_full(task);
+  POOL__SLOW_TASK("pool__sync_tramp", pool__sync_full, task);
 }
 
 POOL__INLINE int pool_take(pool_task_t *task) {
   if (pool__pop_private(task)) return POOL_TAKEN;
-  return pool__take_full(task);
+  POOL__SLOW_TASK("pool__take_tramp", pool__take_full, task);
 }
 
 #ifdef __cplusplus

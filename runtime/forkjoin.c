@@ -43,8 +43,7 @@ _Static_assert(SAME_FIELD(ws_frame, fn, struct pool__frame, fn) &&
                    SAME_FIELD(ws_frame, state, struct pool__frame, state),
                "ws_frame and struct pool__frame differ");
 _Static_assert(offsetof(ws_worker, fast) == 0, "a frame's owner is its worker's fast part");
-_Static_assert(SAME_FIELD(ws_fast, tasks, struct pool__fast, tasks) &&
-                   SAME_FIELD(ws_fast, pool, struct pool__fast, pool) &&
+_Static_assert(SAME_FIELD(ws_fast, pool, struct pool__fast, pool) &&
                    SAME_FIELD(ws_fast, limit, struct pool__fast, limit),
                "ws_fast and struct pool__fast differ");
 
@@ -56,7 +55,7 @@ static struct pool__fast idle_fast = {.limit = 0};
 
 /* The inline paths find the current worker, and its private stack, here. */
 POOL_API __thread struct pool__tls pool__tls
-    __attribute__((tls_model("initial-exec"))) = {idle_slots + 1, &idle_fast};
+    __attribute__((tls_model("initial-exec"))) = {idle_slots + 1, &idle_fast, 0};
 
 void ws_set_self(ws_worker *w) {
   ws__self = w;
@@ -270,7 +269,7 @@ static inline bool pop_private(ws_worker *w, ws_frame *f) {
   if (!w || !f || top[-1] != &f->hdr) return false;
   ws_set_top(top - 1);
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
-  ws_counter_add(&w->fast.tasks, 1);
+  pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
   return true;
 }
 

@@ -27,8 +27,7 @@ typedef struct ws_stats {
  * thread-local pool__tls.top (below). */
 typedef struct ws_fast {
   struct pool *pool;
-  ws_u64 tasks;    /* frames run or taken back by the inline paths */
-  char pad[64 - sizeof(void *) - sizeof(ws_u64)];
+  char pad[64 - sizeof(void *)];
   ws_size limit;   /* spawns stay private while pool__tls.top < limit (forkjoin.c) */
 } ws_fast;
 
@@ -159,9 +158,17 @@ static inline void ws_trace_task(ws_worker *w, ws_fnptr fn, uint64_t t0) {
   if (w && w->trace) ws_trace_record(w->trace, WS_EV_TASK, fn, t0, 0);
 }
 
+/* Runs a task on worker w, the calling thread's own. Frames the task took
+ * back or ran on the fork/join fast paths were counted in the thread-local
+ * pool__tls.tasks (wspool.h); they join the worker's statistic here, with
+ * the task itself. */
 static inline void ws_run(ws_worker *w, ws_task *t) {
   t->exec(t, w);
-  if (w) ws_counter_add(&w->stats.tasks, 1);
+  if (w) {
+    uint64_t inlined = pool__tls.tasks;
+    pool__tls.tasks = 0;
+    ws_counter_add(&w->stats.tasks, 1 + inlined);
+  }
 }
 
 /* One look for work: own deque, global queue, then one round of steals,

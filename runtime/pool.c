@@ -316,9 +316,7 @@ int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *
   struct pool *p = ws_resolve((struct pool *)pool);
   if (!p || !out || worker >= p->nthreads) return EINVAL;
   ws_stats *s = &p->workers[worker]->stats;
-  /* The inline fork/join paths count in the worker's `fast` part. */
-  out->tasks = ws_u64_load(&s->tasks, ws_relaxed) +
-               ws_u64_load(&p->workers[worker]->fast.tasks, ws_relaxed);
+  out->tasks = ws_u64_load(&s->tasks, ws_relaxed);
   out->local_pops = ws_u64_load(&s->local_pops, ws_relaxed);
   out->global_pops = ws_u64_load(&s->global_pops, ws_relaxed);
   out->steals = ws_u64_load(&s->steals, ws_relaxed);

@@ -1,0 +1,270 @@
+/* The x86-64 trampolines between the header's inline fork/join paths and
+ * the library (wspool.h, runtime/tramp.c):
+ *  1. each preserves every general register but rax, returns the library's
+ *     result in eax, and leaves the caller's red zone alone;
+ *  2. a backtrace taken inside a task that the library runs from a slow
+ *     pool_sync() gets through the trampoline into the caller and past it
+ *     (the trampoline's unwind information);
+ *  3. the inline paths, with the trampolines under them, give the exact
+ *     result of a recursion whose spawns mostly leave the fast path
+ *     (spawned from a thread outside the pool).
+ * Skipped (77) where the header uses no trampolines (other targets, builds
+ * without optimisation). */
+#include <execinfo.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <wspool.h>
+
+#include "../check.h"
+
+#ifndef POOL__CLOBBERS
+int main(void) {
+  fprintf(stderr, "no trampolines in this build (not x86-64, or no inline paths)\n");
+  return 77;
+}
+#else
+
+static void dummy_fn(void *arg) { (void)arg; }
+
+/* in: rdi, rsi, rdx, rcx as the inline path passes them; out: rax and the
+ * eight other caller-saved registers after the call; zone: three words of
+ * the red zone after the call. */
+struct regs {
+  uint64_t in[4];
+  uint64_t out[9];
+  uint64_t zone[3];
+};
+
+#define PATTERN 0x5a5a5a5a5a5a5a5au
+
+/* Sets every caller-saved general register to a known value, fills the red
+ * zone with PATTERN, calls the trampoline exactly as the header does, and
+ * records what it finds afterwards. rbx holds the record (callee-saved, so
+ * the call must keep it too). */
+#define CALL_TRAMP(tramp, r)                              \
+  __asm__ __volatile__("mov 0(%%rbx), %%rdi\n\t"          \
+                       "mov 8(%%rbx), %%rsi\n\t"          \
+                       "mov 16(%%rbx), %%rdx\n\t"         \
+                       "mov 24(%%rbx), %%rcx\n\t"         \
+                       "mov $0x0808080808080808, %%r8\n\t" \
+                       "mov $0x0909090909090909, %%r9\n\t" \
+                       "mov $0x1010101010101010, %%r10\n\t" \
+                       "mov $0x1111111111111111, %%r11\n\t" \
+                       "mov $0x5a5a5a5a5a5a5a5a, %%rax\n\t" \
+                       "mov %%rax, -8(%%rsp)\n\t"         \
+                       "mov %%rax, -64(%%rsp)\n\t"        \
+                       "mov %%rax, -128(%%rsp)\n\t"       \
+                       "lea -128(%%rsp), %%rsp\n\t"       \
+                       "call *" tramp "@GOTPCREL(%%rip)\n\t" \
+                       "lea 128(%%rsp), %%rsp\n\t"        \
+                       "mov %%rax, 32(%%rbx)\n\t"         \
+                       "mov %%rdi, 40(%%rbx)\n\t"         \
+                       "mov %%rsi, 48(%%rbx)\n\t"         \
+                       "mov %%rdx, 56(%%rbx)\n\t"         \
+                       "mov %%rcx, 64(%%rbx)\n\t"         \
+                       "mov %%r8, 72(%%rbx)\n\t"          \
+                       "mov %%r9, 80(%%rbx)\n\t"          \
+                       "mov %%r10, 88(%%rbx)\n\t"         \
+                       "mov %%r11, 96(%%rbx)\n\t"         \
+                       "mov -8(%%rsp), %%rax\n\t"         \
+                       "mov %%rax, 104(%%rbx)\n\t"        \
+                       "mov -64(%%rsp), %%rax\n\t"        \
+                       "mov %%rax, 112(%%rbx)\n\t"        \
+                       "mov -128(%%rsp), %%rax\n\t"       \
+                       "mov %%rax, 120(%%rbx)\n\t"        \
+                       :                                  \
+                       : "b"(r)                           \
+                       : "rax", "rdi", "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11", POOL__CLOBBERS)
+
+static void check_regs(const struct regs *r, int want) {
+  CHECK_EQ((int)r->out[0], want); /* the library's answer, in eax */
+  for (int i = 0; i < 4; i++) CHECK(r->out[1 + i] == r->in[i]);
+  CHECK(r->out[5] == 0x0808080808080808u);
+  CHECK(r->out[6] == 0x0909090909090909u);
+  CHECK(r->out[7] == 0x1010101010101010u);
+  CHECK(r->out[8] == 0x1111111111111111u);
+  for (int i = 0; i < 3; i++) CHECK(r->zone[i] == PATTERN);
+}
+
+static atomic_int ran;
+static void count_fn(void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
+
+static void test_registers(void) {
+  _Static_assert(sizeof(struct regs) == 128, "offsets in CALL_TRAMP");
+  /* Misuse: each entry point answers EINVAL at once (spawn with a NULL
+   * task in rsi, sync and take of a NULL task in rdi). */
+  struct regs r = {.in = {0x1234, 0, (uint64_t)(uintptr_t)dummy_fn, 0x4444444444444444u}};
+  CALL_TRAMP("pool__spawn_tramp", &r);
+  check_regs(&r, EINVAL);
+  struct regs s = {.in = {0, 0x2222222222222222u, 0x3333333333333333u, 0x4444444444444444u}};
+  CALL_TRAMP("pool__sync_tramp", &s);
+  check_regs(&s, EINVAL);
+  struct regs t = {.in = {0, 0x2222222222222222u, 0x3333333333333333u, 0x4444444444444444u}};
+  CALL_TRAMP("pool__take_tramp", &t);
+  check_regs(&t, EINVAL);
+
+  /* Real work, from this outside thread: the spawn goes to the global queue
+   * (a lock, a wake-up: system calls, which clobber rcx and r11), the sync
+   * blocks until a worker ran it; then a take of a frame a worker may or may
+   * not have started. Each round checks the registers again. */
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 2;
+  pool_t *p;
+  CHECK_OK(pool_create(&p, &cfg));
+  const int rounds = 200;
+  int taken = 0;
+  for (int i = 0; i < rounds; i++) {
+    pool_task_t task;
+    struct regs a = {.in = {(uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)&task,
+                            (uint64_t)(uintptr_t)count_fn, (uint64_t)(uintptr_t)&ran}};
+    CALL_TRAMP("pool__spawn_tramp", &a);
+    check_regs(&a, 0);
+    struct regs b = {.in = {(uint64_t)(uintptr_t)&task, 0x2222222222222222u,
+                            0x3333333333333333u, 0x4444444444444444u}};
+    if (i % 2)
+      CALL_TRAMP("pool__take_tramp", &b);
+    else
+      CALL_TRAMP("pool__sync_tramp", &b);
+    int rc = (int)b.out[0];
+    if (i % 2 && rc == POOL_TAKEN) {
+      b.out[0] = 0; /* handed back unstarted: the caller does the work */
+      taken++;
+    }
+    check_regs(&b, 0);
+  }
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_OK(pool_destroy(p));
+  CHECK_EQ(atomic_load(&ran) + taken, rounds);
+}
+
+/* 2. Unwinding. On a one-worker pool, a task spawns A (which takes the
+ * backtrace) and then B, and syncs A first: A is not the newest frame, so
+ * the sync leaves the fast path through the trampoline and the library runs
+ * B and A there, on this stack. */
+static void *trace_pc[64];
+static int trace_n;
+static int ran_b;
+
+static void tracing_task(void *arg) {
+  (void)arg;
+  trace_n = backtrace(trace_pc, 64);
+}
+
+static void plain_task(void *arg) { *(int *)arg = 1; }
+
+/* Spawns and syncs through the inline paths. */
+__attribute__((noinline)) static int sync_caller(void) {
+  pool_task_t a, b;
+  int rc = pool_spawn(NULL, &a, tracing_task, NULL);
+  if (rc) return rc;
+  rc = pool_spawn(NULL, &b, plain_task, &ran_b);
+  if (rc) return rc;
+  rc = pool_sync(&a);
+  int rc2 = pool_sync(&b);
+  return rc ? rc : rc2;
+}
+
+static int caller_rc = -1;
+
+__attribute__((noinline)) static void outer(void *arg) {
+  (void)arg;
+  caller_rc = sync_caller();
+  __asm__ __volatile__("" ::: "memory"); /* not a tail call */
+}
+
+/* Which of the functions listed holds pc: the one starting last at or
+ * below it (each list entry is a function of this file). */
+typedef void (*any_fn)(void);
+static int holder(void *pc, const any_fn *fns, int n) {
+  int best = -1;
+  for (int i = 0; i < n; i++)
+    if ((uintptr_t)fns[i] < (uintptr_t)pc &&
+        (best < 0 || (uintptr_t)fns[i] > (uintptr_t)fns[best]))
+      best = i;
+  return best;
+}
+
+static void test_unwind(void) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 1;
+  pool_t *p;
+  CHECK_OK(pool_create(&p, &cfg));
+  CHECK_OK(pool_submit(p, outer, NULL));
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_OK(pool_destroy(p));
+  CHECK_EQ(caller_rc, 0);
+  CHECK_EQ(ran_b, 1);
+  /* Every function of this file defined above, so that a return address
+   * in one of them is not taken for one in its neighbour. */
+  const any_fn fns[] = {(any_fn)dummy_fn,     (any_fn)check_regs,  (any_fn)test_registers,
+                        (any_fn)tracing_task, (any_fn)plain_task,  (any_fn)sync_caller,
+                        (any_fn)outer,        (any_fn)holder,      (any_fn)test_unwind};
+  const int nf = (int)(sizeof fns / sizeof fns[0]);
+  int in_caller = -1, in_outer = -1;
+  for (int i = 0; i < trace_n; i++) {
+    int h = holder(trace_pc[i], fns, nf);
+    if (in_caller < 0 && h == 5) in_caller = i;
+    if (in_outer < 0 && h == 6) in_outer = i;
+  }
+  if (in_caller < 0 || in_outer != in_caller + 1) {
+    fprintf(stderr, "backtrace from the task (%d frames):\n", trace_n);
+    backtrace_symbols_fd(trace_pc, trace_n, 2);
+  }
+  CHECK(in_caller > 0);
+  CHECK_EQ(in_outer, in_caller + 1);
+}
+
+/* 3. fib from an outside thread: every spawn and sync leaves the fast path
+ * through a trampoline, with results held in registers across them. */
+typedef struct {
+  pool_t *p;
+  int n;
+  long r;
+} fib_arg;
+
+static void fib_task(void *v) {
+  fib_arg *a = v;
+  if (a->n < 2) {
+    a->r = a->n;
+    return;
+  }
+  fib_arg x = {a->p, a->n - 1, 0}, y = {a->p, a->n - 2, 0};
+  pool_task_t t;
+  CHECK_OK(pool_spawn(a->p, &t, fib_task, &x));
+  fib_task(&y);
+  CHECK_OK(pool_sync(&t));
+  a->r = x.r + y.r;
+}
+
+static long pfib(pool_t *p, int n) {
+  if (n < 2) return n;
+  fib_arg x = {p, n - 1, 0};
+  pool_task_t t;
+  CHECK_OK(pool_spawn(p, &t, fib_task, &x));
+  long y = pfib(p, n - 2);
+  int rc = pool_take(&t);
+  if (rc == POOL_TAKEN) return pfib(p, n - 1) + y;
+  CHECK_OK(rc);
+  return x.r + y;
+}
+
+static void test_outside_fib(void) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 2;
+  pool_t *p;
+  CHECK_OK(pool_create(&p, &cfg));
+  CHECK_EQ(pfib(p, 20), 6765);
+  CHECK_OK(pool_destroy(p));
+}
+
+int main(void) {
+  check_watchdog(60);
+  test_registers();
+  test_unwind();
+  test_outside_fib();
+  return 0;
+}
+#endif

@@ -438,8 +438,8 @@ extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exe
  * otherwise a leaf; the trampoline's unwind information
  * puts the caller's stack pointer back above it, so backtraces taken
  * inside the library stay right. Targets with registers this list does not
- * name (APX, AMX) use the plain call. */
-#if defined(__x86_64__) && !defined(__APX_F__) && !defined(__AMX_TILE__) && \
+ * name (APX, AMX), and x32, use the plain call. */
+#if defined(__x86_64__) && !defined(__ILP32__) && !defined(__APX_F__) && !defined(__AMX_TILE__) && \
     !defined(POOL_NO_TRAMPOLINE)
 #ifdef __AVX512F__
 #define POOL__CLOBBER_AVX512                                                                   \

@@ -237,7 +237,7 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
     /* A long run is warm after its first fraction of a second: count it,
      * and give it no primer. */
     primed[i] = prime && t < 0.5;
-    if (primed[i]) warm[i] += warm[i] - 0.02;
+    if (primed[i]) warm[i] += warm[i] - 0.02; /* the primer: one more run, no pause */
     if (t >= 0.5) {
       v[i].t[v[i].nt++] = t;
       v[i].first_round = 1;

@@ -4,9 +4,9 @@
  * pool__take_full with the caller's argument registers, and preserve every
  * general register but rax, which carries the result.
  *
- * The calling sequence, in the caller:
- *     lea -128(%rsp), %rsp     step over the red zone
- *     call pool__X_tramp@PLT
+ * The calling sequence, in the caller (POOL__TRAMP in wspool.h):
+ *     lea -128(%rsp), %rsp                     step over the red zone
+ *     call *pool__X_tramp@GOTPCREL(%rip)       no PLT stub: keeps r11
  *     lea 128(%rsp), %rsp
  * so on entry the return address is at 0(%rsp) and the caller's own stack
  * pointer is %rsp + 136. The unwind information says exactly that (CFA =

@@ -38,8 +38,8 @@ struct regs {
 #define PATTERN 0x5a5a5a5a5a5a5a5au
 
 /* Sets every caller-saved general register to a known value, fills the red
- * zone with PATTERN, calls the trampoline exactly as the header does, and
- * records what it finds afterwards. rbx holds the record (callee-saved, so
+ * zone with PATTERN, calls the trampoline with the header's own sequence
+ * (POOL__TRAMP), and records what it finds afterwards. rbx holds the record (callee-saved, so
  * the call must keep it too). */
 #define CALL_TRAMP(tramp, r)                              \
   __asm__ __volatile__("mov 0(%%rbx), %%rdi\n\t"          \
@@ -54,9 +54,7 @@ struct regs {
                        "mov %%rax, -8(%%rsp)\n\t"         \
                        "mov %%rax, -64(%%rsp)\n\t"        \
                        "mov %%rax, -128(%%rsp)\n\t"       \
-                       "lea -128(%%rsp), %%rsp\n\t"       \
-                       "call *" tramp "@GOTPCREL(%%rip)\n\t" \
-                       "lea 128(%%rsp), %%rsp\n\t"        \
+                       POOL__TRAMP(tramp) "\n\t"         \
                        "mov %%rax, 32(%%rbx)\n\t"         \
                        "mov %%rdi, 40(%%rbx)\n\t"         \
                        "mov %%rsi, 48(%%rbx)\n\t"         \

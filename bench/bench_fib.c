@@ -39,6 +39,8 @@ __attribute__((noinline, optimize("no-optimize-sibling-calls"))) static long fib
 
 /* ---- wspool ---- */
 
+/* n in, r out: whoever runs the task writes r, so, as with the peers'
+ * `long x;`, nothing initialises it. */
 typedef struct fib_arg {
   int n;
   long r;
@@ -50,7 +52,9 @@ static void fib_task(void *p) {
     a->r = a->n;
     return;
   }
-  fib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
+  fib_arg x, y;
+  x.n = a->n - 1;
+  y.n = a->n - 2;
   pool_task_t t;
   pool_spawn(NULL, &t, fib_task, &x);
   fib_task(&y);
@@ -70,7 +74,8 @@ static void pfib_task(void *p) {
 
 static long pfib(int n) {
   if (n < 2) return n;
-  fib_arg x = {n - 1, 0};
+  fib_arg x;
+  x.n = n - 1;
   pool_task_t t;
   pool_spawn(NULL, &t, pfib_task, &x);
   long y = pfib(n - 2);

@@ -152,12 +152,15 @@ POOL_API const char *pool_strerror(int err);
  *  @{ */
 
 /** Per-worker counters. They stay on: each is a private relaxed counter.
- *  A task is counted just after it finishes, and the frames it spawned and
- *  ran or took back itself with it, so right after pool_wait_idle()
- *  returns the totals may still be catching up for an instant. */
+ *  A task is counted just after it finishes, and the frames its own
+ *  pool_sync() ran with it, so right after pool_wait_idle() returns the
+ *  totals may still be catching up for an instant. */
 typedef struct pool_worker_stats {
-  uint64_t tasks;          /**< tasks run, counting each spawned frame its own
-                                pool_sync() ran or pool_take() handed back */
+  uint64_t tasks;          /**< tasks run: each task function the worker
+                                called, pool_sync()'s inline runs included.
+                                A frame pool_take() hands back (POOL_TAKEN)
+                                is not counted: its function never runs, the
+                                caller does the work as a plain call */
   uint64_t local_pops;     /**< tasks taken from the worker's own deque */
   uint64_t global_pops;    /**< tasks taken from the pool's global queue */
   uint64_t steals;         /**< tasks stolen from another worker */
@@ -349,36 +352,39 @@ POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
  * the common case when these are not inlined (no optimisation, a compiler
  * without GNU C, or POOL_NO_INLINE defined).
  *
- * ABI, not API: `struct pool__fast` is the first part of each worker's
- * state. The thread-local `pool__tls` holds, on the pool's worker threads:
+ * ABI, not API. The thread-local `pool__tls` holds, on the pool's worker
+ * threads:
  *  top    the worker's next free private slot: top[-1] is its newest
  *         private frame, or a marker that is never a frame;
- *  self   the worker's struct pool__fast;
- *  tasks  frames this thread took back or ran on the inline paths since
+ *  pool   the worker's pool;
+ *  tasks  frames this thread's pool_sync() ran on the inline path since
  *         the runtime last added them to the worker's `tasks` statistic
- *         (it does after each task it schedules). A counter in the
- *         thread's own block, so the increment does not wait on a load
- *         through `self`.
- * On every other thread they point to a stand-in whose limit is 0 and a
- * marker, so both fast paths fall through to the library without a NULL
- * test. `top` lives in the thread's own block, not in the worker, because a
- * recursion's spawns and syncs read and write it one after another: reached
- * through a pointer, each of those steps waits for a store-to-load
- * forwarding. Both are in one variable so that a caller keeps one TLS
- * offset in a register, not two. The runtime checks the layouts against
- * its own (runtime/internal.h). The relaxed accesses are GNU __atomic
- * builtins because this header cannot include the runtime's atomics header.
- * In struct pool__fast:
+ *         (it does after each task it schedules). A plain counter in the
+ *         thread's own block;
  *  limit  a spawn stays private while top < limit. The owner opens it
  *         (sets the end of the stack) when its public deque holds work;
  *         the owner or a thief closes it (0) when that deque is empty, so
- *         the next spawn goes to the library and publishes.
+ *         the next spawn goes to the library and publishes. On a cache
+ *         line of its own: thieves read and write it.
+ * On every other thread pool is NULL, limit 0 and top[-1] a marker, so
+ * both fast paths fall through to the library without a NULL test. All of
+ * it is in the thread's own block, not in the worker, because a
+ * recursion's spawns and syncs read and write `top` one after another
+ * (reached through a pointer, each of those steps would wait for a
+ * store-to-load forwarding), and so that a spawn tests `limit` with one
+ * load at a known offset from the same TLS address, not two dependent
+ * ones. The runtime checks the layout against its own (runtime/internal.h)
+ * and reaches a worker's `limit` from other threads through a pointer it
+ * keeps only while that thread lives. The relaxed accesses are GNU
+ * __atomic builtins because this header cannot include the runtime's
+ * atomics header.
  * A private frame has only fn and arg set: nobody but its owner can reach
  * it, and the library fills in the rest (owner, state, ...) if it ever
  * publishes it or meets it out of order in a sync. Taking it back off the
  * stack marks it free (state IDLE) for the library's misuse check.
- * These layouts are compiled into callers: changing them changes the
- * library's soname.
+ * These layouts are compiled into callers: after a release, changing them
+ * changes the library's soname (the unreleased 0.1 series has changed them
+ * without one).
  */
 struct pool__frame { /* the layout of a pool_task_t */
   void *exec;
@@ -389,16 +395,19 @@ struct pool__frame { /* the layout of a pool_task_t */
   void *thief;
   unsigned state;
 };
-struct pool__fast {
-  void *pool;
-  char wsp_pad[64 - sizeof(void *)];
-  uintptr_t limit; /* on its own cache line: thieves write it */
-};
+#if defined(__GNUC__)
+#define POOL__LINE_ALIGNED __attribute__((__aligned__(64)))
+#else
+#define POOL__LINE_ALIGNED
+#endif
 struct pool__tls {
   void **top;
-  struct pool__fast *self;
+  void *pool;
   uint64_t tasks;
-};
+  char wsp_pad[64 - 2 * sizeof(void *) - sizeof(uint64_t)];
+  uintptr_t limit;
+  char wsp_pad2[64 - sizeof(uintptr_t)];
+} POOL__LINE_ALIGNED;
 #define POOL__FRAME_IDLE 0u /* a frame's state when it is free */
 
 #if defined(__GNUC__) && defined(__ELF__)
@@ -473,10 +482,10 @@ extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exe
 #endif
 
 POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
-  struct pool__fast *w = pool__tls.self; /* never NULL (see above) */
-  if (__builtin_expect(task && fn && (!pool || (void *)pool == w->pool), 1)) {
+  if (__builtin_expect(task && fn && (!pool || (void *)pool == pool__tls.pool), 1)) {
     void **top = pool__tls.top;
-    if (__builtin_expect((uintptr_t)top < __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 1)) {
+    if (__builtin_expect((uintptr_t)top < __atomic_load_n(&pool__tls.limit, __ATOMIC_RELAXED),
+                         1)) {
       struct pool__frame *f = (struct pool__frame *)(void *)task;
       f->fn = fn;
       f->arg = arg;
@@ -506,7 +515,6 @@ POOL__INLINE int pool__pop_private(pool_task_t *task) {
   /* Marks the frame free, so a second sync or take of it is EINVAL. */
   __atomic_store_n(&((struct pool__frame *)(void *)task)->state, POOL__FRAME_IDLE,
                    __ATOMIC_RELAXED);
-  pool__tls.tasks++; /* this thread's own: a plain increment */
   return 1;
 }
 
@@ -514,6 +522,7 @@ POOL__INLINE int pool_sync(pool_task_t *task) {
   if (pool__pop_private(task)) {
     struct pool__frame *f = (struct pool__frame *)(void *)task;
     f->fn(f->arg);
+    pool__tls.tasks++; /* this thread's own: a plain increment */
     return 0;
   }
   POOL__SLOW_TASK("pool__sync_tramp", pool__sync_full, task);

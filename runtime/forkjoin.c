@@ -42,25 +42,46 @@ _Static_assert(SAME_FIELD(ws_frame, fn, struct pool__frame, fn) &&
                    SAME_FIELD(ws_frame, arg, struct pool__frame, arg) &&
                    SAME_FIELD(ws_frame, state, struct pool__frame, state),
                "ws_frame and struct pool__frame differ");
-_Static_assert(offsetof(ws_worker, fast) == 0, "a frame's owner is its worker's fast part");
-_Static_assert(SAME_FIELD(ws_fast, pool, struct pool__fast, pool) &&
-                   SAME_FIELD(ws_fast, limit, struct pool__fast, limit),
-               "ws_fast and struct pool__fast differ");
+_Static_assert(SAME_FIELD(ws_tls, top, struct pool__tls, top) &&
+                   SAME_FIELD(ws_tls, pool, struct pool__tls, pool) &&
+                   SAME_FIELD(ws_tls, tasks, struct pool__tls, tasks) &&
+                   SAME_FIELD(ws_tls, limit, struct pool__tls, limit) &&
+                   sizeof(ws_tls) == sizeof(struct pool__tls) &&
+                   _Alignof(ws_tls) == _Alignof(struct pool__tls),
+               "ws_tls and struct pool__tls differ");
 
-/* What pool__tls points to on threads that are not workers: a spawn never
- * stays private (limit 0) and top[-1] is never a frame, so the inline paths
- * call the library without testing for NULL. Nothing ever writes these. */
+/* What top points past on threads that are not workers: top[-1] is never
+ * a frame, so the inline sync and take call the library without testing
+ * for NULL (and limit 0 does the same for spawn). Nothing writes it. */
 static void *idle_slots[1] = {idle_slots};
-static struct pool__fast idle_fast = {.limit = 0};
 
-/* The inline paths find the current worker, and its private stack, here. */
-POOL_API __thread struct pool__tls pool__tls
-    __attribute__((tls_model("initial-exec"))) = {idle_slots + 1, &idle_fast, 0};
+/* The inline paths find the current worker's private stack and fast-path
+ * limit here. */
+POOL_API __thread ws_tls pool__tls __attribute__((tls_model("initial-exec"))) = {
+    .top = idle_slots + 1};
 
 void ws_set_self(ws_worker *w) {
-  ws__self = w;
-  pool__tls.self = w ? (struct pool__fast *)(void *)&w->fast : &idle_fast;
-  pool__tls.top = w ? (void **)w->priv_lo : idle_slots + 1;
+  if (w) {
+    ws__self = w;
+    pool__tls.top = (void **)w->priv_lo;
+    pool__tls.pool = w->pool;
+    ws_size_store(&pool__tls.limit, 0, ws_relaxed);
+    /* Release: a thief that loads this pointer (acquire) may write the
+     * word it points to. Stored before this worker pushes anything, so a
+     * thief that took one of its tasks sees it (the deque's release and
+     * acquire order the two); a thief that read the parked word found this
+     * deque empty before the worker pushed, when closing changed nothing. */
+    ws_ptr_store(&w->limitp, &pool__tls.limit, ws_release);
+    return;
+  }
+  /* Leaving: every worker of the pool has stopped looking for work
+   * (worker.c), so nobody holds the pointer to this thread's word. */
+  ws_worker *me = ws__self;
+  if (me) ws_ptr_store(&me->limitp, &me->limit_parked, ws_release);
+  ws__self = NULL;
+  pool__tls.top = idle_slots + 1;
+  pool__tls.pool = NULL;
+  ws_size_store(&pool__tls.limit, 0, ws_relaxed);
 }
 
 /* Runs a frame that left its owner's fast path: stolen, popped while the
@@ -88,7 +109,7 @@ static void frame_exec(ws_task *t, ws_worker *w) {
  * A spawn stays in the owner's private stack [priv_lo, ws_top()), which
  * costs no fence and no atomic RMW, while the public deque still holds work
  * for thieves. The spawn fast path (here and inline in wspool.h) is taken
- * while ws_top() < fast.limit; `limit` folds every reason to leave it into
+ * while ws_top() < pool__tls.limit; `limit` folds every reason to leave it into
  * one relaxed load:
  *   - the stack is full (limit is its end),
  *   - the public deque is empty: the owner closes the path (limit = 0) when
@@ -136,14 +157,17 @@ void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
 
 static void fast_open(ws_worker *w) {
   if (w->trace) return;
-  ws_size_store(&w->fast.limit, (size_t)(uintptr_t)w->priv_end, ws_relaxed);
+  ws_size_store(&pool__tls.limit, (size_t)(uintptr_t)w->priv_end, ws_relaxed);
   ws_fence(ws_seq_cst);
-  if (ws_deque_size_hint(&w->dq) <= 0) ws_size_store(&w->fast.limit, 0, ws_relaxed);
+  if (ws_deque_size_hint(&w->dq) <= 0) ws_size_store(&pool__tls.limit, 0, ws_relaxed);
 }
 
 void ws_ask_publish(ws_worker *v) {
+  /* v's limit, in v's thread-local block while v's thread runs (see
+   * ws_set_self; acquire pairs with its release). */
+  ws_size *limit = ws_ptr_load(&v->limitp, ws_acquire);
   /* Test first so idle thieves do not keep the line bouncing. */
-  if (ws_size_load(&v->fast.limit, ws_seq_cst) != 0) ws_size_store(&v->fast.limit, 0, ws_seq_cst);
+  if (ws_size_load(limit, ws_seq_cst) != 0) ws_size_store(limit, 0, ws_seq_cst);
 }
 
 /* A private frame has only fn and arg (the inline spawn sets no more): the
@@ -217,7 +241,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     return rc;
   }
   if (w->trace) goto public;
-  if (ws_size_load(&w->fast.limit, ws_relaxed) == 0) {
+  if (ws_size_load(&pool__tls.limit, ws_relaxed) == 0) {
     /* Nothing public, or a thief found it so: publish the oldest half of
      * the private frames, or this one if there are none. */
     size_t n = (size_t)(ws_top() - w->priv_lo);
@@ -246,7 +270,7 @@ public:
 int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   if (__builtin_expect(w && task && fn && (!pool || pool == w->pool) &&
-                           (uintptr_t)ws_top() < ws_size_load(&w->fast.limit, ws_relaxed),
+                           (uintptr_t)ws_top() < ws_size_load(&pool__tls.limit, ws_relaxed),
                        1)) {
     /* The common case, as in wspool.h: a private frame. Only the owner
      * reads it unless it is published later (frame_make_public sets the
@@ -269,7 +293,6 @@ static inline bool pop_private(ws_worker *w, ws_frame *f) {
   if (!w || !f || top[-1] != &f->hdr) return false;
   ws_set_top(top - 1);
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
-  pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
   return true;
 }
 
@@ -323,7 +346,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
   }
   goto done;
 run_here:
-  ws_counter_add(&w->stats.tasks, 1);
+  /* Handed back unstarted: not a task run (the caller does the work). */
   if (take) {
     ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
     return POOL_TAKEN;
@@ -332,6 +355,7 @@ run_here:
     uint64_t t0 = ws_trace_t0(w);
     f->fn(f->arg);
     ws_trace_task(w, (ws_fnptr)f->fn, t0);
+    ws_counter_add(&w->stats.tasks, 1);
   }
 done:
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
@@ -345,6 +369,7 @@ int pool_sync(pool_task_t *task) {
    * to record. */
   if (__builtin_expect(pop_private(w, f), 1)) {
     f->fn(f->arg);
+    pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
     return 0;
   }
   if (!f) return EINVAL;

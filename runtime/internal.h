@@ -21,19 +21,15 @@ typedef struct ws_stats {
   ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
 } ws_stats;
 
-/* The part of a worker the header's inline fast paths use: the layout of
- * `struct pool__fast` in wspool.h (checked in forkjoin.c), with the runtime's
- * atomic types. The top of the private frame stack is not here but in the
- * thread-local pool__tls.top (below). */
-typedef struct ws_fast {
-  struct pool *pool;
-  char pad[64 - sizeof(void *)];
-  ws_size limit;   /* spawns stay private while pool__tls.top < limit (forkjoin.c) */
-} ws_fast;
-
 typedef struct ws_worker {
-  /* First: `pool__tls.self` points here, and a frame's owner is this address. */
-  ws_fast fast;
+  /* The `limit` of this worker's fast spawn path (forkjoin.c), which lives
+   * in its thread's pool__tls: other workers close it through this
+   * pointer. It points at `limit_parked` until the thread has set it up
+   * and again before the thread ends; every worker of the pool has stopped
+   * looking for work before any of their threads ends (worker.c), so no
+   * thief writes into a thread's block after it is gone. */
+  ws_ptr limitp; /* ws_size * */
+  ws_size limit_parked;
   WS_ALIGNED ws_deque dq; /* its own cache lines */
   /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, ws_top())
    * are frames newer than everything in `dq`, not yet visible to thieves.
@@ -70,6 +66,8 @@ struct pool {
   ws_event ext;                 /* outside waiters */
   WS_ALIGNED ws_i64 pending;    /* pool_submit tasks not yet finished */
   ws_u32 stop;                  /* workers exit once they find no work */
+  ws_u32 stopped;               /* workers that left their loop (worker.c) */
+  unsigned nstarted;            /* threads started; set before `stop` */
   unsigned nthreads;
   ws_worker **workers;
   pool_config_t cfg;
@@ -87,14 +85,24 @@ static inline ws_worker *ws_self(void) { return ws__self; }
  * thread. */
 void ws_set_self(ws_worker *w);
 
-/* The top of the calling worker's private frame stack: one past its newest
- * private frame (forkjoin.c). Thread-local (pool__tls.top, shared with the
- * header's inline paths) rather than in ws_worker because every spawn and
- * sync of a recursion reads and writes it in turn: through a pointer that
- * chain of loads and stores waits for a store-to-load forwarding per step
- * (docs/design.md, section 6). Only its own thread touches it, so it needs
- * no atomics. */
-extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
+/* The header's `struct pool__tls` (wspool.h, where each field is
+ * described) with the runtime's atomic type for `limit`; forkjoin.c checks
+ * that the layouts agree. Every field but `limit` belongs to its own
+ * thread and needs no atomics.
+ * top: one past the calling worker's newest private frame. Thread-local
+ * rather than in ws_worker because every spawn and sync of a recursion
+ * reads and writes it in turn: through a pointer that chain of loads and
+ * stores waits for a store-to-load forwarding per step (docs/design.md,
+ * section 6). */
+typedef struct ws_tls {
+  WS_ALIGNED void **top;
+  struct pool *pool;
+  uint64_t tasks;
+  char pad[64 - 2 * sizeof(void *) - sizeof(uint64_t)];
+  ws_size limit;
+  char pad2[64 - sizeof(ws_size)];
+} ws_tls;
+extern __thread ws_tls pool__tls __attribute__((tls_model("initial-exec")));
 static inline ws_task **ws_top(void) { return (ws_task **)pool__tls.top; }
 static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
 
@@ -118,8 +126,8 @@ void ws_priv_init(ws_worker *w, ws_task **block, size_t cap);
 
 /* Closing the fast spawn path (forkjoin.c): the owner when its deque looks
  * empty, a thief that found it empty or took its last task. */
-static inline void ws_fast_close(ws_worker *w) {
-  if (ws_size_load(&w->fast.limit, ws_relaxed) != 0) ws_size_store(&w->fast.limit, 0, ws_relaxed);
+static inline void ws_fast_close(void) {
+  if (ws_size_load(&pool__tls.limit, ws_relaxed) != 0) ws_size_store(&pool__tls.limit, 0, ws_relaxed);
 }
 void ws_ask_publish(ws_worker *victim);
 
@@ -127,7 +135,7 @@ void ws_ask_publish(ws_worker *victim);
  * next spawn publishes. */
 static inline ws_task *ws_pop_own(ws_worker *w) {
   ws_task *t = ws_deque_pop(&w->dq);
-  if (ws_deque_size_hint(&w->dq) <= 0) ws_fast_close(w);
+  if (ws_deque_size_hint(&w->dq) <= 0) ws_fast_close();
   return t;
 }
 
@@ -158,10 +166,10 @@ static inline void ws_trace_task(ws_worker *w, ws_fnptr fn, uint64_t t0) {
   if (w && w->trace) ws_trace_record(w->trace, WS_EV_TASK, fn, t0, 0);
 }
 
-/* Runs a task on worker w, the calling thread's own. Frames the task took
- * back or ran on the fork/join fast paths were counted in the thread-local
- * pool__tls.tasks (wspool.h); they join the worker's statistic here, with
- * the task itself. */
+/* Runs a task on worker w, the calling thread's own. Frames the task's
+ * pool_sync() ran on the fork/join fast path were counted in the
+ * thread-local pool__tls.tasks (wspool.h); they join the worker's
+ * statistic here, with the task itself. */
 static inline void ws_run(ws_worker *w, ws_task *t) {
   t->exec(t, w);
   if (w) {

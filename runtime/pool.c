@@ -66,7 +66,7 @@ static int new_worker(struct pool *p, unsigned i) {
   w->help_reserve = stack / 4 > MIN_HELP_RESERVE ? stack / 4 : MIN_HELP_RESERVE;
   ws_nodes_init(&w->nodes);
   ws_deque_init_in(&w->dq, DEQUE_LOG_SIZE, mem + head);
-  w->fast.pool = p;
+  ws_ptr_store(&w->limitp, &w->limit_parked, ws_relaxed);
   w->priv_block = w->priv_embedded = (ws_task **)(mem + head + ring);
   ws_priv_init(w, w->priv_block, PRIV_INITIAL);
   p->workers[i] = w;
@@ -76,6 +76,11 @@ static int new_worker(struct pool *p, unsigned i) {
 /* Stop and join the workers that started; used by destroy and by a failed
  * create. */
 static void stop_workers(struct pool *p) {
+  /* No thread starts after this: the workers wait for this many to have
+   * stopped before any ends (worker.c). Read after they see `stop`. */
+  p->nstarted = 0;
+  for (unsigned i = 0; i < p->nthreads; i++)
+    if (p->workers[i] && p->workers[i]->started) p->nstarted++;
   ws_u32_store(&p->stop, 1, ws_seq_cst);
   ws_sleep_wake_all(&p->sleep);
   for (unsigned i = 0; i < p->nthreads; i++) {
@@ -112,6 +117,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   ws_event_init(&p->ext);
   ws_i64_store(&p->pending, 0, ws_relaxed);
   ws_u32_store(&p->stop, 0, ws_relaxed);
+  ws_u32_store(&p->stopped, 0, ws_relaxed);
 
   p->workers = calloc(p->nthreads, sizeof(ws_worker *));
   if (!p->workers) {

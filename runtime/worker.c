@@ -8,6 +8,7 @@
  * An idle worker repeats this with sched_yield() between failed rounds
  * (seed 002's multiprogramming variant) before it sleeps (sleep.h). */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 
@@ -229,6 +230,17 @@ void *ws_worker_main(void *arg) {
       ws_sleep_chain(&p->sleep);
       ws_run(w, t);
     }
+  }
+  /* Thieves close a victim's fast path through a pointer into the
+   * victim's thread-local block (ws_ask_publish), which goes away with its
+   * thread: no thread ends until every worker of the pool has stopped
+   * looking for work. */
+  uint32_t n = ws_u32_fetch_add(&p->stopped, 1, ws_acq_rel) + 1;
+  if (n == p->nstarted) {
+    ws_futex_wake(&p->stopped, INT_MAX);
+  } else {
+    /* Acquire: the other workers' last steals happen before we go on. */
+    while ((n = ws_u32_load(&p->stopped, ws_acquire)) != p->nstarted) ws_futex_wait(&p->stopped, n);
   }
   ws_set_self(NULL);
   return NULL;

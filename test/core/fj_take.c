@@ -8,10 +8,14 @@
  *   - a task a thief has surely started (it waits for a flag set after
  *     the spawn): take returns 0 and the task ran once;
  *   - an outside thread: take waits (0), the task ran once on the pool;
- *   - misuse: NULL, a frame never spawned, a second take, take after sync.
+ *   - misuse: NULL, a frame never spawned, a second take, take after sync;
+ *   - the workers' `tasks` statistic: it grows by exactly the task
+ *     functions the pool ran (the roots, every frame pool_sync ran or a
+ *     thief ran), never by a frame handed back as POOL_TAKEN.
  * Built twice (meson.build): with the header's inline fast paths and with
  * POOL_NO_INLINE, so the library's own versions are checked as well. */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +25,30 @@
 #include "check.h"
 
 static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
+
+/* ---- the `tasks` statistic ------------------------------------------------ */
+
+static uint64_t tasks_total(pool_t *pool) {
+  uint64_t sum = 0;
+  for (unsigned w = 0; w < pool_threads(pool); w++) {
+    pool_worker_stats_t s;
+    CHECK_OK(pool_worker_stats(pool, w, &s));
+    sum += s.tasks;
+  }
+  return sum;
+}
+
+/* A task is counted just after it finished, so the sum may trail
+ * pool_wait_idle() for an instant: wait for it (the watchdog bounds the
+ * wait), never past it. */
+static void check_tasks(pool_t *pool, uint64_t expect) {
+  for (;;) {
+    uint64_t now = tasks_total(pool);
+    CHECK(now <= expect);
+    if (now == expect) return;
+    sched_yield();
+  }
+}
 
 /* ---- fib through take: count who ran each spawned task ---------------- */
 
@@ -68,6 +96,7 @@ static void check_fib(pool_t *pool, int n) {
   atomic_store(&by_pool, 0);
   atomic_store(&by_taker, 0);
   atomic_store(&spawned, 0);
+  uint64_t tasks0 = tasks_total(pool);
   fib_arg a = {n, -1};
   CHECK_OK(pool_submit(pool, root_task, &a));
   CHECK_OK(pool_wait_idle(pool));
@@ -76,6 +105,8 @@ static void check_fib(pool_t *pool, int n) {
    * back. */
   CHECK_EQ(atomic_load(&by_pool) + atomic_load(&by_taker), atomic_load(&spawned));
   CHECK_EQ(atomic_load(&spawned), fib_seq(n + 1) - 1);
+  /* Counted: the root and each spawned task a worker ran. */
+  check_tasks(pool, tasks0 + 1 + (uint64_t)atomic_load(&by_pool));
 }
 
 /* ---- K frames, taken in an order ---------------------------------------- */
@@ -99,6 +130,7 @@ typedef struct order_arg {
   unsigned k;
   int order; /* 0 LIFO, 1 FIFO, 2 random */
   uint64_t seed;
+  unsigned ntaken; /* out: frames that came back as POOL_TAKEN */
 } order_arg;
 
 static void order_task(void *p) {
@@ -136,6 +168,8 @@ static void order_task(void *p) {
     }
   }
   for (unsigned i = 0; i < k; i++) CHECK_EQ(atomic_load(&kids[i].runs), 1);
+  a->ntaken = 0;
+  for (unsigned i = 0; i < k; i++) a->ntaken += taken[i];
   /* LIFO from one worker that spawned them all: the newest is on top of
    * its private stack unless a thief asked for work, so at least the last
    * spawned one comes back on a single worker. */
@@ -211,9 +245,12 @@ int main(void) {
     const unsigned ks[] = {1, 2, 255, 256, 257, 1000, 5000};
     for (unsigned j = 0; j < sizeof ks / sizeof ks[0]; j++)
       for (int order = 0; order < 3; order++) {
-        order_arg a = {ks[j], order, 0x1234567u + j};
+        order_arg a = {ks[j], order, 0x1234567u + j, 0};
+        uint64_t tasks0 = tasks_total(pool);
         CHECK_OK(pool_submit(pool, order_task, &a));
         CHECK_OK(pool_wait_idle(pool));
+        /* The root and every kid not handed back. */
+        check_tasks(pool, tasks0 + 1 + ks[j] - a.ntaken);
       }
 
     if (threads[i] == 2) {

@@ -381,7 +381,8 @@ POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
  * A private frame has only fn and arg set: nobody but its owner can reach
  * it, and the library fills in the rest (owner, state, ...) if it ever
  * publishes it or meets it out of order in a sync. Taking it back off the
- * stack marks it free (state IDLE) for the library's misuse check.
+ * stack writes nothing to it: the library tells a second sync or take from
+ * a published frame by the state it sets only on published frames.
  * These layouts are compiled into callers: after a release, changing them
  * changes the library's soname (the unreleased 0.1 series has changed them
  * without one).
@@ -511,10 +512,9 @@ POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *a
 POOL__INLINE int pool__pop_private(pool_task_t *task) {
   void **top = pool__tls.top;
   if (__builtin_expect(!task || top[-1] != (void *)task, 0)) return 0;
+  /* Writes nothing to the frame: a second sync or take of it finds it
+   * neither on the stack nor published, hence EINVAL (runtime/forkjoin.c). */
   pool__tls.top = top - 1;
-  /* Marks the frame free, so a second sync or take of it is EINVAL. */
-  __atomic_store_n(&((struct pool__frame *)(void *)task)->state, POOL__FRAME_IDLE,
-                   __ATOMIC_RELAXED);
   return 1;
 }
 

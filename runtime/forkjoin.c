@@ -17,9 +17,17 @@
 
 #include "internal.h"
 
-/* A frame's state. Distinctive values, so a stray frame rarely passes for a
- * spawned one. A private frame (on its owner's private stack) has no state:
- * the inline spawn sets only fn and arg. */
+/* A frame's state. A private frame (on its owner's private stack) has no
+ * state: the inline spawn sets only fn and arg, and taking it back off the
+ * stack (sync or take, inline or here) writes nothing either, so a frame
+ * there keeps whatever its memory held before the spawn. Every frame the
+ * library gives a state (publication, an outside spawn) ends IDLE when its
+ * sync or take returns, so that is IDLE if a frame ever lived there before,
+ * or else the memory's earlier contents. A frame that is neither on the
+ * private stack nor SPAWNED or DONE is not spawned (EINVAL): a second sync
+ * or take, or a frame never spawned. SPAWNED and DONE are distinctive
+ * values, and such a frame must also carry the library's exec function, so
+ * stray memory does not pass for a spawned frame. */
 enum { FRAME_IDLE = POOL__FRAME_IDLE, FRAME_SPAWNED = 0x57A5F00Du, FRAME_DONE = 0x57A5D0E5u };
 
 typedef struct ws_frame {
@@ -292,7 +300,6 @@ static inline bool pop_private(ws_worker *w, ws_frame *f) {
   ws_task **top = ws_top();
   if (!w || !f || top[-1] != &f->hdr) return false;
   ws_set_top(top - 1);
-  ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   return true;
 }
 
@@ -311,8 +318,8 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
    * it leads to. Otherwise its state tells. */
   if (!(w && priv_holds(w, f))) {
     uint32_t st = ws_u32_load(&f->state, ws_acquire);
+    if ((st != FRAME_DONE && st != FRAME_SPAWNED) || f->hdr.exec != frame_exec) return EINVAL;
     if (st == FRAME_DONE) goto done;
-    if (st != FRAME_SPAWNED) return EINVAL;
     w = f->owner;
     if (!w) {
       ws_block_until_value(f->pool, &f->state, FRAME_DONE);

@@ -21,14 +21,17 @@
  * state: the inline spawn sets only fn and arg, and taking it back off the
  * stack (sync or take, inline or here) writes nothing either, so a frame
  * there keeps whatever its memory held before the spawn. Every frame the
- * library gives a state (publication, an outside spawn) ends IDLE when its
- * sync or take returns, so that is IDLE if a frame ever lived there before,
- * or else the memory's earlier contents. A frame that is neither on the
- * private stack nor SPAWNED or DONE is not spawned (EINVAL): a second sync
- * or take, or a frame never spawned. SPAWNED and DONE are distinctive
- * values, and such a frame must also carry the library's exec function, so
- * stray memory does not pass for a spawned frame. */
-enum { FRAME_IDLE = POOL__FRAME_IDLE, FRAME_SPAWNED = 0x57A5F00Du, FRAME_DONE = 0x57A5D0E5u };
+ * library gives a state (publication, an outside spawn) is IDLE again when
+ * its sync or take returns, so that is IDLE if a frame ever lived there
+ * before, or else the memory's earlier contents. A frame that is neither on
+ * the private stack nor SPAWNED or DONE is not spawned (EINVAL): a second
+ * sync or take, or a frame never spawned.
+ * So stale memory must not pass for SPAWNED or DONE. The two values carry a
+ * tag of the frame's own address (frame_state) beside a kind byte, and such
+ * a frame must also hold the library's exec function: the library's own
+ * stack may hold copies of a state value (an argument it passed, a register
+ * it saved), but always of another frame's, which does not match here. */
+enum { FRAME_IDLE = POOL__FRAME_IDLE, FRAME_SPAWNED = 0x5Au, FRAME_DONE = 0xD0u };
 
 typedef struct ws_frame {
   ws_task hdr;
@@ -39,6 +42,12 @@ typedef struct ws_frame {
   ws_ptr thief;     /* the worker that ran it after a steal (a hint) */
   ws_u32 state;
 } ws_frame;
+
+/* The state word of frame f in a given kind: the kind in the top byte, never
+ * 0 (IDLE), and bits 3..26 of f's address below it. */
+static inline uint32_t frame_state(const ws_frame *f, uint32_t kind) {
+  return kind << 24 | ((uint32_t)((uintptr_t)f >> 3) & 0xFFFFFFu);
+}
 
 /* The header's inline paths write frames and workers through its own
  * declarations of the same layouts. */
@@ -104,10 +113,10 @@ static void frame_exec(ws_task *t, ws_worker *w) {
   if (f->owner) {
     /* Release: the task's effects are visible to the owner's acquire load.
      * This store is the last touch of the frame. */
-    ws_u32_store(&f->state, FRAME_DONE, ws_release);
+    ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
   } else {
     struct pool *p = f->pool;
-    ws_u32_store(&f->state, FRAME_DONE, ws_seq_cst);
+    ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_seq_cst);
     ws_event_notify(&p->ext);
   }
 }
@@ -187,7 +196,7 @@ static void frame_make_public(ws_frame *f, ws_worker *w) {
   ws_ptr_store(&f->thief, NULL, ws_relaxed);
   /* Relaxed: the push that publishes it is a release, and the owner's own
    * sync reads it on this thread. */
-  ws_u32_store(&f->state, FRAME_SPAWNED, ws_relaxed);
+  ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
 }
 
 void ws_publish(ws_worker *w, size_t n) {
@@ -243,7 +252,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     f->pool = p;
     ws_ptr_store(&f->thief, NULL, ws_relaxed);
     /* Relaxed: the queue's lock publishes it. */
-    ws_u32_store(&f->state, FRAME_SPAWNED, ws_relaxed);
+    ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
     int rc = ws_push_global(p, &f->hdr, true);
     if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
     return rc;
@@ -271,7 +280,7 @@ public:
   /* Neither the private array nor the deque can grow: run it now; the sync
    * finds it done. */
   fn(arg);
-  ws_u32_store(&f->state, FRAME_DONE, ws_relaxed);
+  ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_relaxed);
   return 0;
 }
 
@@ -318,11 +327,13 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
    * it leads to. Otherwise its state tells. */
   if (!(w && priv_holds(w, f))) {
     uint32_t st = ws_u32_load(&f->state, ws_acquire);
-    if ((st != FRAME_DONE && st != FRAME_SPAWNED) || f->hdr.exec != frame_exec) return EINVAL;
-    if (st == FRAME_DONE) goto done;
+    bool finished = st == frame_state(f, FRAME_DONE);
+    if ((!finished && st != frame_state(f, FRAME_SPAWNED)) || f->hdr.exec != frame_exec)
+      return EINVAL;
+    if (finished) goto done;
     w = f->owner;
     if (!w) {
-      ws_block_until_value(f->pool, &f->state, FRAME_DONE);
+      ws_block_until_value(f->pool, &f->state, frame_state(f, FRAME_DONE));
       goto done;
     }
     if (w != self) return EINVAL;
@@ -348,7 +359,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
       ws_run(w, t);
     }
     /* Stolen: work while the thief finishes it. */
-    ws_help_until_value(w, &f->state, FRAME_DONE,
+    ws_help_until_value(w, &f->state, frame_state(f, FRAME_DONE),
                         (ws_worker *)ws_ptr_load(&f->thief, ws_relaxed));
   }
   goto done;

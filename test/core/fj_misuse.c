@@ -8,10 +8,17 @@
  *  - pool_group_spawn NULL fn -> EINVAL; group calls on NULL -> EINVAL; on
  *    a zeroed (uninitialised) group -> EINVAL;
  *  - pool_join with a NULL function -> EINVAL and neither side runs;
+ *  - a frame whose memory holds a copy of another frame that the pool is
+ *    running (the library's own bytes: its exec function, its state): a
+ *    sync of the copy -> EINVAL, not a wait for the other frame; spawned
+ *    privately over that memory and synced, a second sync -> EINVAL. This
+ *    is what stale stack contents look like to a frame that keeps no state
+ *    of its own while private;
  * and the pool keeps working afterwards. */
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <wspool.h>
 
@@ -126,6 +133,54 @@ static void stolen_task(void *p) {
   CHECK_EQ(pool_sync(&u), EINVAL);
 }
 
+/* ---- stale frame images ------------------------------------------------ */
+
+/* The bytes of a frame an outside thread spawned, before its function has
+ * returned (it waits for release_flag), except `thief`, which a worker that
+ * runs it writes: everything the library wrote at the spawn. */
+static void copy_running_frame(pool_task_t *dst, const pool_task_t *src) {
+  memset(dst, 0, sizeof *dst);
+  size_t thief = offsetof(struct pool__frame, thief);
+  size_t after = thief + sizeof(void *);
+  memcpy(dst, src, thief);
+  memcpy((char *)dst + after, (const char *)src + after, sizeof *dst - after);
+}
+
+/* In a worker: a frame over the stale image, spawned privately and synced
+ * inline, then synced again. */
+static void stale_private_task(void *p) {
+  const pool_task_t *image = p;
+  pool_task_t v;
+  memcpy(&v, image, sizeof v);
+  CHECK_OK(pool_spawn(NULL, &v, count, NULL));
+  CHECK_OK(pool_sync(&v));
+  CHECK_EQ(pool_sync(&v), EINVAL);
+  CHECK_EQ(pool_take(&v), EINVAL);
+  memcpy(&v, image, sizeof v);
+  CHECK_EQ(pool_sync(&v), EINVAL); /* never spawned here at all */
+}
+
+static void stale_images(pool_t *pool) {
+  atomic_store(&runs, 0);
+  atomic_store(&release_flag, 0);
+  pool_task_t t, image;
+  CHECK_OK(pool_spawn(pool, &t, wait_release, NULL));
+  /* Queued or running, t is SPAWNED until its function returns, which it
+   * does only after release_flag is set below. */
+  copy_running_frame(&image, &t);
+  /* Not spawned: must not wait for t (with a stale copy of t's state it
+   * would wait forever) nor report it done. */
+  CHECK_EQ(pool_sync(&image), EINVAL);
+  CHECK_EQ(pool_take(&image), EINVAL);
+  /* The same image under a private frame of a worker. */
+  CHECK_OK(pool_submit(pool, stale_private_task, &image));
+  atomic_store(&release_flag, 1);
+  CHECK_OK(pool_wait_idle(pool));
+  CHECK_OK(pool_sync(&t));
+  CHECK_EQ(pool_sync(&t), EINVAL);
+  CHECK_EQ(atomic_load(&runs), 2); /* t, and v once */
+}
+
 int main(void) {
   check_watchdog(60);
   pool_config_t cfg;
@@ -147,6 +202,7 @@ int main(void) {
     CHECK_OK(pool_sync(&t));
     CHECK_EQ(pool_sync(&t), EINVAL);
     CHECK_EQ(atomic_load(&runs), 1);
+    if (threads >= 2) stale_images(pool);
     for (int r = 0; r < 20; r++) {
       stolen_arg s = {-1, -1};
       CHECK_OK(pool_submit(pool, stolen_task, &s));

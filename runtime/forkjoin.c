@@ -44,9 +44,11 @@ typedef struct ws_frame {
 } ws_frame;
 
 /* The state word of frame f in a given kind: the kind in the top byte, never
- * 0 (IDLE), and bits 3..26 of f's address below it. */
+ * 0 (IDLE), and below it 24 bits folded from all of f's address (frames
+ * are 8-aligned), so frames 2^27 bytes apart rarely share a tag. */
 static inline uint32_t frame_state(const ws_frame *f, uint32_t kind) {
-  return kind << 24 | ((uint32_t)((uintptr_t)f >> 3) & 0xFFFFFFu);
+  uint64_t a = (uint64_t)(uintptr_t)f >> 3;
+  return kind << 24 | ((uint32_t)(a ^ a >> 24 ^ a >> 48) & 0xFFFFFFu);
 }
 
 /* The header's inline paths write frames and workers through its own
@@ -205,7 +207,12 @@ void ws_publish(ws_worker *w, size_t n) {
     int64_t before;
     ws_frame *f = (ws_frame *)*w->priv_lo;
     frame_make_public(f, w);
-    if (ws_deque_push(&w->dq, &f->hdr, &before) != 0) break;
+    if (ws_deque_push(&w->dq, &f->hdr, &before) != 0) {
+      /* It stays private, where a frame carries no state: a published
+       * state left here would outlive its sync (6.1 of docs/design.md). */
+      ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+      break;
+    }
     *w->priv_lo++ = PRIV_MARK(w);
     moved++;
   }
@@ -280,6 +287,7 @@ public:
   /* Neither the private array nor the deque can grow: run it now; the sync
    * finds it done. */
   fn(arg);
+  pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
   ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_relaxed);
   return 0;
 }
@@ -509,6 +517,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   ws_node_free(n, inside ? w : NULL);
   if (inside && rc == ENOMEM) {
     fn(arg); /* the deque cannot grow: run it now */
+    pool__tls.tasks++; /* a worker's: joins its stats.tasks in ws_run() */
     rc = 0;
   }
   if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);

@@ -11,9 +11,10 @@
  *  - a frame whose memory holds a copy of another frame that the pool is
  *    running (the library's own bytes: its exec function, its state): a
  *    sync of the copy -> EINVAL, not a wait for the other frame; spawned
- *    privately over that memory and synced, a second sync -> EINVAL. This
- *    is what stale stack contents look like to a frame that keeps no state
- *    of its own while private;
+ *    privately over that memory (on a one-worker pool, so it surely stays
+ *    private) and synced, a second sync -> EINVAL. This is what stale
+ *    stack contents look like to a frame that keeps no state of its own
+ *    while private;
  * and the pool keeps working afterwards. */
 #include <errno.h>
 #include <sched.h>
@@ -146,16 +147,29 @@ static void copy_running_frame(pool_task_t *dst, const pool_task_t *src) {
   memcpy((char *)dst + after, (const char *)src + after, sizeof *dst - after);
 }
 
-/* In a worker: a frame over the stale image, spawned privately and synced
- * inline, then synced again. */
+/* On the only worker of a pool: a frame over the stale image, spawned
+ * privately and synced inline, then synced again. The first spawn, `u`,
+ * finds the deque empty and is pushed publicly, which opens the private
+ * path; with no thief to close it again, `v` stays private, which its
+ * untouched state shows. */
+static unsigned state_word(const pool_task_t *t) {
+  unsigned st;
+  memcpy(&st, (const char *)t + offsetof(struct pool__frame, state), sizeof st);
+  return st;
+}
+
 static void stale_private_task(void *p) {
   const pool_task_t *image = p;
-  pool_task_t v;
+  const unsigned image_state = state_word(image);
+  pool_task_t u, v;
   memcpy(&v, image, sizeof v);
+  CHECK_OK(pool_spawn(NULL, &u, count, NULL));
   CHECK_OK(pool_spawn(NULL, &v, count, NULL));
+  CHECK_EQ(state_word(&v), image_state); /* private */
   CHECK_OK(pool_sync(&v));
   CHECK_EQ(pool_sync(&v), EINVAL);
   CHECK_EQ(pool_take(&v), EINVAL);
+  CHECK_OK(pool_sync(&u));
   memcpy(&v, image, sizeof v);
   CHECK_EQ(pool_sync(&v), EINVAL); /* never spawned here at all */
 }
@@ -172,13 +186,19 @@ static void stale_images(pool_t *pool) {
    * would wait forever) nor report it done. */
   CHECK_EQ(pool_sync(&image), EINVAL);
   CHECK_EQ(pool_take(&image), EINVAL);
-  /* The same image under a private frame of a worker. */
-  CHECK_OK(pool_submit(pool, stale_private_task, &image));
+  /* The same image under a private frame of a one-worker pool. */
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 1;
+  pool_t *solo;
+  CHECK_OK(pool_create(&solo, &cfg));
+  CHECK_OK(pool_submit(solo, stale_private_task, &image));
+  CHECK_OK(pool_wait_idle(solo));
+  CHECK_OK(pool_destroy(solo));
   atomic_store(&release_flag, 1);
-  CHECK_OK(pool_wait_idle(pool));
   CHECK_OK(pool_sync(&t));
   CHECK_EQ(pool_sync(&t), EINVAL);
-  CHECK_EQ(atomic_load(&runs), 2); /* t, and v once */
+  CHECK_EQ(atomic_load(&runs), 3); /* t, u, and v once */
 }
 
 int main(void) {

@@ -88,8 +88,10 @@ void ws_set_self(ws_worker *w) {
     /* Release: a thief that loads this pointer (acquire) may write the
      * word it points to. Stored before this worker pushes anything, so a
      * thief that took one of its tasks sees it (the deque's release and
-     * acquire order the two); a thief that read the parked word found this
-     * deque empty before the worker pushed, when closing changed nothing. */
+     * acquire order the two). A thief that still reads the parked word has
+     * taken nothing of this worker's, and whoever later empties the deque
+     * (the owner's pop, a thief's take) closes through this pointer
+     * (docs/design.md 6.2). */
     ws_ptr_store(&w->limitp, &pool__tls.limit, ws_release);
     return;
   }

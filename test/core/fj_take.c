@@ -20,10 +20,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "core_util.h"
 
 static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
 
@@ -49,12 +49,10 @@ static void check_tasks(pool_t *pool, uint64_t expect) {
     CHECK(now <= expect);
     if (now == expect) return;
     if (spins >= 10000) CHECK_EQ(now, expect);
-    if (spins < 1000) {
+    if (spins < 1000)
       sched_yield();
-    } else {
-      struct timespec ms = {0, 1000000};
-      nanosleep(&ms, NULL);
-    }
+    else
+      sleep_ms(1);
   }
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_fib: fib(n) with one task per spawn and no cutoff, the classic
  * measure of a fork/join runtime's spawn overhead and of its scaling.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_fib: one task_group per node, no cutoff.
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_nqueens: count the solutions of the n-queens problem with one task
  * per placement (every queen that fits spawns a task that owns a copy of
  * the board and tries the next row), no cutoff.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* N-queens shared by bench_nqueens.c and its oneTBB shim: a board is the
  * column of the queen in each row; a placement is tried by checking the new
  * queen against the rows above it (as in Cilk's nqueens), and each task

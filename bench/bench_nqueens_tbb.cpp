@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_nqueens: one task_group per node, g.run per placement.
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>

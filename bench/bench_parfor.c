@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_parfor: pool_parallel_for on four load shapes, beside OpenMP's
  * three schedules and oneTBB's parallel_for, 2 threads each.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-item cost of bench_parfor, shared with its oneTBB shim: a chain
  * of dependent multiply/xorshift steps (about 5 cycles each) whose result
  * is stored per item and checked, so it cannot be optimized away or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_parfor: tbb::parallel_for with the auto_partitioner
 // (its default) in a task_arena of `threads`.
 #include <tbb/blocked_range.h>

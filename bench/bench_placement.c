@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bound against unbound workers (issue 5): fork/join fib and a uniform
  * parallel_for on pools with POOL_BIND_NONE, POOL_BIND_CORE and
  * POOL_BIND_SPREAD, beside the sequential program, as medians and ratios.

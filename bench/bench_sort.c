@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_sort: cilksort (parallel mergesort with parallel merge, after
  * Cilk-5) of WSPOOL_BENCH_SORT_N random 32-bit ints (default 10^7).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cilksort pieces shared by bench_sort.c and its oneTBB shim (after Cilk-5's
  * cilksort.cilk): the sequential leaves and the split of a parallel merge.
  * Each runtime writes its own ~50-line recursive driver around these, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_sort: the same cilksort with tbb::task_group.
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_submit: fire-and-forget submission, wake latency and idle cost.
  *
  * 1. Idle CPU: a fresh pool of 2 workers idles 2 s; the process CPU time

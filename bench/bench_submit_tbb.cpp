@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_submit: fire-and-forget tbb::task_arena::enqueue.
 // The arena has `workers` worker threads and no slot reserved for a master,
 // like a wspool pool that outside threads submit to; a global_control lets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers for the benchmark programs: clocks, environment knobs,
  * medians, interleaved measurement of several variants, the result table and
  * target lines.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The oneTBB peer baselines: C entry points implemented in the bench_*_tbb.cpp
  * shims (built only when the `peers` option finds oneTBB and a C++ compiler;
  * BENCH_HAVE_TBB is defined then). Each returns the elapsed seconds of the

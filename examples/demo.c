@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The wspool demo: the machine and where the workers sit, then three
  * workloads, each timed against its sequential version, with a per-worker
  * table of tasks, steals and sleeps.
@@ -37,21 +38,26 @@ static void show_machine(void) {
   printf("machine: (hwloc not available)\n");
 }
 
-/* 1. Fork/join fib, one task per spawn. */
+/* 1. Fork/join fib. Real code stops spawning where a task would be too
+ * small to pay for itself: below CUTOFF, fib_task calls the plain recursion.
+ * With cutoff 0 it spawns at every level, which measures what a spawn costs. */
 typedef struct fib_arg {
   int n;
+  int cutoff;
   long r;
 } fib_arg;
+
+static __attribute__((noinline)) long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
 
 /* Exported so a WSPOOL_TRACE file names it (dladdr sees exported symbols). */
 void fib_task(void *v);
 void fib_task(void *v) {
   fib_arg *a = v;
-  if (a->n < 2) {
-    a->r = a->n;
+  if (a->n < 2 || a->n < a->cutoff) {
+    a->r = fib_seq(a->n);
     return;
   }
-  fib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
+  fib_arg x = {a->n - 1, a->cutoff, 0}, y = {a->n - 2, a->cutoff, 0};
   pool_task_t t;
   pool_spawn(NULL, &t, fib_task, &x);
   fib_task(&y);
@@ -59,7 +65,17 @@ void fib_task(void *v) {
   a->r = x.r + y.r;
 }
 
-static __attribute__((noinline)) long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
+/* Spawns fib_task makes for fib(n) with no cutoff: one per call with n >= 2,
+ * which is fib(n + 1) - 1. */
+static long fib_spawns(int n) {
+  long a = 0, b = 1;
+  for (int i = 0; i < n + 1; i++) {
+    long c = a + b;
+    a = b;
+    b = c;
+  }
+  return a - 1;
+}
 
 /* 2. An imbalanced loop: item i costs ~i units (triangular). */
 static double *out;
@@ -137,10 +153,10 @@ int main(int argc, char **argv) {
   printf("\n(each time is the median of %d runs; the tables count all of them)\n", RUNS);
   double vs[RUNS], vp[RUNS], t0, ts, tp;
 
-  /* fib */
-  int n = 30;
+  /* fib with a cutoff, as an application would write it, then with none */
+  int n = 32, cutoff = 20;
   long seq = 0;
-  fib_arg a = {n, 0};
+  fib_arg a = {n, cutoff, 0};
   snapshot(pool);
   for (int r = 0; r < RUNS; r++) {
     t0 = now();
@@ -156,11 +172,37 @@ int main(int argc, char **argv) {
   }
   ts = median(vs, RUNS);
   tp = median(vp, RUNS);
-  printf("\nfork/join fib(%d) = %ld: sequential %.1f ms, wspool %.1f ms, speedup %.2f%s\n", n, a.r,
-         ts * 1e3, tp * 1e3, ts / tp, a.r == seq ? "" : "  WRONG");
-  printf("  (one task per spawn and no cutoff: %.0f ns per task; real code spawns coarser tasks)\n",
-         tp * 1e9 / 1346268.0);
+  printf("\nfork/join fib(%d) = %ld, sequential below fib(%d): sequential %.1f ms, wspool %.1f ms, "
+         "speedup %.2f%s\n",
+         n, a.r, cutoff, ts * 1e3, tp * 1e3, ts / tp, a.r == seq ? "" : "  WRONG");
   table(pool);
+
+  /* The same program with no cutoff: every call a task. Its cost is the
+   * worker time above the plain recursion, per spawn. */
+  int n0 = 30;
+  long seq0 = 0;
+  fib_arg a0 = {n0, 0, 0};
+  for (int r = 0; r < RUNS; r++) {
+    t0 = now();
+    seq0 = fib_seq(n0);
+    vs[r] = now() - t0;
+  }
+  for (int r = 0; r < RUNS; r++) {
+    a0.r = 0;
+    pool_task_t root;
+    t0 = now();
+    if ((rc = pool_spawn(pool, &root, fib_task, &a0)) || (rc = pool_sync(&root)))
+      return fail("fib", rc);
+    vp[r] = now() - t0;
+  }
+  ts = median(vs, RUNS);
+  tp = median(vp, RUNS);
+  long spawns = fib_spawns(n0);
+  double worker_ns = tp * pool_threads(pool) * 1e9;
+  printf("cost of a spawn: fib(%d) = %ld with no cutoff makes %ld spawns; %.1f ms on %u workers "
+         "against %.1f ms sequential: %.1f ns of worker time per spawn above the plain call%s\n",
+         n0, a0.r, spawns, tp * 1e3, pool_threads(pool), ts * 1e3,
+         (worker_ns - ts * 1e9) / (double)spawns, a0.r == seq0 ? "" : "  WRONG");
 
   /* imbalanced parallel_for */
   size_t items = 40000;
@@ -216,7 +258,7 @@ int main(int argc, char **argv) {
   free(out);
   free(ref);
   if ((rc = pool_destroy(pool))) return fail("pool_destroy", rc);
-  int ok = a.r == seq && same && got == flood;
+  int ok = a.r == seq && a0.r == seq0 && same && got == flood;
   printf("\n%s\n", ok ? "all results verified" : "RESULT MISMATCH");
   return ok ? 0 : 1;
 }

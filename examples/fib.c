@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fib: fork/join at its finest grain.
  *
  * fib(n) spawns fib(n-1), computes fib(n-2) itself, then syncs: one task per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello: a pool, a few tasks, and a parallel fib(n). usage: hello [n] */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul: divide-and-conquer matrix multiply, C += A * B, with task groups.
  *
  * Split every matrix in quadrants; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nqueens: count the ways to place n non-attacking queens on an n x n board.
  *
  * Each task owns one partial board (queens in the first rows) and spawns one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* placement_plan: print the machine and where each bind policy puts the
  * workers.
  *

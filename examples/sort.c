@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sort: parallel mergesort with a parallel merge (cilksort-style).
  *
  * Sorting splits the array in halves, sorts both at once (pool_join), then

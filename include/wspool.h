@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * \file wspool.h
  * \brief wspool: a work-stealing thread pool runtime for C.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one place wspool touches atomics. Two backends, chosen by the meson
  * option `atomics`:
  *   c11            <stdatomic.h> (default; ThreadSanitizer understands it)

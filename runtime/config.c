@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Configuration defaults and every environment variable wspool reads, in one
  * place (after mimalloc's options table). A bad value is reported on stderr
  * naming the variable and the value, and the default is used. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Growth and lifetime of the work-stealing deque; the hot operations are
  * inline in deque.h, where the algorithm and its memory orders are argued. */
 #include "deque.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-worker work-stealing deque: Chase and Lev's growable circular
  * array ("Dynamic circular work-stealing deque", SPAA 2005) in the C11 form
  * proved correct by Le, Pop, Cohen and Zappa Nardelli ("Correct and efficient

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fork/join: pool_spawn/pool_sync/pool_take on caller-owned frames,
  * pool_join, and task groups (docs/design.md, "Fork/join").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The global FIFO queue: a ring that doubles when full, under one mutex. */
 #include "gqueue.h"
 

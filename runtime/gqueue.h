@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The pool's global queue: where work submitted from outside the pool goes
  * (Duffy's "global queue protected by a global lock", seed 004). FIFO, a
  * growable ring under one mutex. Workers look here after their own deque and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal structures shared by the runtime's files. Nothing here is API. */
 #ifndef WS_INTERNAL_H
 #define WS_INTERNAL_H

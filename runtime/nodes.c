@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-worker node free lists; see nodes.h. */
 #include <stdlib.h>
 

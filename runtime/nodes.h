@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Small fixed-size task nodes (submitted-from-a-worker tasks, group
  * children) from per-worker free lists, as mimalloc does with pages: each
  * worker has a private free list and a lock-free "remote" stack that other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The range partitioner: pool_parallel_for and pool_parallel_reduce
  * (docs/design.md, "The range partitioner"; seeds 003 and 000).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Placement: which PU each worker is bound to, the order it steals in, and
  * where its memory lives (docs/placement.md).
  *

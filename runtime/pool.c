@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pool lifetime, submission, waiting for idle, the default pool, stats and
  * error strings. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Futex wrappers and the two wait protocols described in sleep.h. */
 #include "sleep.h"
 

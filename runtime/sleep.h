@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sleeping and waking (docs/design.md, "The sleep protocol").
  *
  * Workers: an eventcount in the manner of Rayon's jobs-event counter and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WSPOOL_STATS=1: a per-worker counters table on stderr when a pool is
  * destroyed. The counters themselves live in each worker (internal.h) as
  * single-writer relaxed words, cheap enough to stay on. */

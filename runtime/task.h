@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The task header every schedulable object starts with. A deque slot or a
  * global-queue entry holds a pointer to one; `exec` says what kind it is
  * (a submitted function, a fork/join frame, a group child, a range). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Chrome trace-event output; see trace.h. The file uses the JSON array
  * format, whose closing bracket is optional, so a process that dies before
  * exit still leaves a file the viewers open. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WSPOOL_TRACE=file.json: a Chrome trace-event file (Perfetto,
  * chrome://tracing). A process track per pool, a thread track per worker, a
  * slice per task run (named after its function where dladdr can), steal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Trampolines for the calls out of the header's inline fast paths on
  * x86-64 (wspool.h, POOL__TRAMP): pool__spawn_tramp, pool__sync_tramp and
  * pool__take_tramp call pool__spawn_full, pool__sync_full and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The worker: its search order, its idle and sleep path, and the helping
  * and blocking waits every other mechanism builds on.
  *

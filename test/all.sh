@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite, as CI runs it: four builds, each with `meson test`.
 #   release  -Dwerror=true
 #   tsan     ThreadSanitizer
@@ -11,6 +12,7 @@
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
+mkdir -p "$root/build-test"
 configs=${WSPOOL_CONFIGS:-"release tsan asan ao"}
 passed=0 failed=0 skipped=0
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers for wspool's tests: exact checks, a watchdog, stress scaling.
  * Every test is a program that exits 0 on success, 1 on failure, 77 when
  * it cannot run here (meson's "skipped"). */

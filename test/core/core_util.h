@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the core tests: exactly-once flag arrays and waiting
  * until every worker of a pool is asleep. */
 #ifndef WSPOOL_TEST_CORE_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread creation failure: pool_create returns EAGAIN, does not hang, and
  * leaks nothing (the threads it had started are joined, their stacks freed).
  *

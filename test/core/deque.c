@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Chase-Lev deque (runtime/deque.h), tested directly.
  *
  * Items are distinct fake tasks: elements of one ws_task array, pushed in

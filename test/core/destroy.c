@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool_destroy drains: everything submitted before it, and everything those
  * tasks submit while the drain runs, has run exactly once when it returns.
  *

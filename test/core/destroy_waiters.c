@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool_destroy while outside threads are blocked on the pool in pool_sync
  * and pool_group_wait: the task they wait for keeps running until destroy
  * has visibly begun (an outside submit is refused with ESHUTDOWN), so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool_config_default and the environment (WSPOOL_THREADS, WSPOOL_BIND).
  *
  *  - Good values are taken (threads 3, 0, 4096; bind none/core/spread) and

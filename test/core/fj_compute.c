@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fork/join computations with exact answers, on pools of 1..8 workers
  * (8 oversubscribes a 2-core machine), started from inside a task and from
  * an outside thread:

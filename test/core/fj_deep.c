@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A recursion chain 100000 deep (8000 under ThreadSanitizer, see below), f(d): spawn f(d-1); sync, on 1 and 2
  * workers with 512 MiB (virtual) worker stacks: no crash, every level runs
  * exactly once, and the exact depth comes back. Also the same chain through

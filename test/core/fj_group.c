@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Task groups: every child exactly once, and pool_group_wait waits for all.
  *
  *  - groups of 0, 1 and check_iters(100000) children, from inside a task and

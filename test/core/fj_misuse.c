@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fork/join misuse, inside a task and from an outside thread:
  *  - pool_spawn with a NULL task or NULL fn -> EINVAL, nothing runs, and a
  *    frame whose spawn failed is not syncable (EINVAL);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fork/join from outside threads and pool_join inside tasks.
  *
  *  - 4 outside threads at once on the same pool (1, 2 and 4 workers), each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Publication of private frames: on a pool of 2 workers, pool_join(a, b)
  * inside a task where `a` does not return until `b` has started. That only
  * finishes if the spawned `b` is made visible to the other worker (and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sync orders: spawn K children, then pool_sync them in FIFO, LIFO and
  * random (seeded) order. Right after each pool_sync returns, that child has
  * run exactly once and its result is there; at the end every child ran

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Spawns from a thread outside the pool, per wspool.h: pool_sync "blocks
  * until a worker has run it (the task runs in the pool, so what it spawns
  * stays there too)", and pool_join from outside runs both halves on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool_take: a spawned task that nobody started comes back to the caller
  * (POOL_TAKEN) and must not run anywhere else; one that was started is
  * waited for (0) and has run exactly once. Checked through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The x86-64 trampolines between the header's inline fork/join paths and
  * the library (wspool.h, runtime/tramp.c):
  *  1. each preserves every general register but rax, returns the library's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Misuse and error returns of the pool API, the NULL pool, identity calls
  * and statistics.
  *

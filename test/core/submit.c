@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool_submit + pool_wait_idle: every task runs exactly once, and
  * pool_wait_idle waits for everything, including what tasks submitted.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lost wake-ups: a lost wake-up shows as a hang, caught by the watchdog.
  *
  * 1. check_iters(100000) cycles of submit -> pool_wait_idle, alternating

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Packaging: `meson install` puts the header, the shared and static
 # libraries (with a soversion) and the pkg-config file in place; a program
 # builds and runs against the installed package through pkg-config, shared
@@ -19,6 +20,7 @@ root="$tmp/root$prefix"
 pc=$(find "$root" -name wspool.pc | head -n 1)
 [ -n "$pc" ] || { echo "no wspool.pc installed"; exit 1; }
 [ -f "$root/include/wspool.h" ] || { echo "no header installed"; exit 1; }
+cmp -s "$src/LICENSE" "$root/share/licenses/wspool/LICENSE" || { echo "LICENSE not installed"; exit 1; }
 libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libwspool.so.0 "$libdir"/libwspool.so.0.* "$libdir"/libwspool.a >/dev/null ||
   { echo "libraries or soversion link missing in $libdir"; ls -l "$libdir"; exit 1; }

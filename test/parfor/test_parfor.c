@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool_parallel_for: exact coverage (every index exactly once), grain
  * respected, nesting across mechanisms and pools, huge ranges, errors. */
 #include <stdatomic.h>

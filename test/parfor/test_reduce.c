@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool_parallel_reduce: exact sums, a non-commutative combine, bit-exact
  * floating point in deterministic mode across worker counts, errors. */
 #include <stdint.h>

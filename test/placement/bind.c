@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Binding on the machine the test runs on.
  *
  * For CORE and SPREAD: every worker has exactly one CPU, inside the allowed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Binding made impossible: a seccomp filter makes sched_setaffinity fail
  * with ENOSYS, as in sandboxes that refuse it.
  *

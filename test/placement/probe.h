@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the placement tests: run one task on every worker and
  * record what each worker thread's real affinity is, and read the victim
  * order the runtime built. Links the internal library (runtime/ headers). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Placement on machines this test does not run on, through hwloc's
  * HWLOC_SYNTHETIC (and HWLOC_XMLFILE) environment variables: the exact PU of
  * every worker per policy, NUMA nodes, victim levels, remote-steal counting,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WSPOOL_STATS=1: destroying a pool prints a per-worker counters table on
  * stderr. A child runs a known number of submitted tasks on 3 workers and
  * destroys the pool with stderr in a file; the parent checks the header, one

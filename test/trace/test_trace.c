@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WSPOOL_TRACE: a child process runs known work on two pools (one destroyed,
  * one left alive until exit) and the parent checks the file: a JSON array,
  * a process track per pool, a thread track per worker, exactly one slice per

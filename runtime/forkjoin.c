@@ -250,20 +250,24 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
                                                 void *arg) {
   if (!task || !fn) return EINVAL;
   ws_worker *w = ws_self();
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   ws_frame *f = (ws_frame *)task;
   f->fn = fn;
   f->arg = arg;
   if (!(w && w->pool == p)) {
+    /* The push and its notify happen inside the pool's gate (pool.c). */
+    if ((rc = ws_enter(p)) != 0) return rc;
     f->hdr.exec = frame_exec;
     f->owner = NULL;
     f->pool = p;
     ws_ptr_store(&f->thief, NULL, ws_relaxed);
     /* Relaxed: the queue's lock publishes it. */
     ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
-    int rc = ws_push_global(p, &f->hdr, true);
+    rc = ws_push_global(p, &f->hdr, true);
     if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+    ws_leave(p);
     return rc;
   }
   if (w->trace) goto public;
@@ -343,7 +347,11 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
     if (finished) goto done;
     w = f->owner;
     if (!w) {
+      /* Accepted work: destroy runs it before it waits for the gate. */
+      int rc = ws_enter_any(f->pool);
+      if (rc) return rc; /* the pool is the parent's (fork) */
       ws_block_until_value(f->pool, &f->state, frame_state(f, FRAME_DONE));
+      ws_leave(f->pool);
       goto done;
     }
     if (w != self) return EINVAL;
@@ -421,10 +429,11 @@ int pool__take_full(pool_task_t *task) __attribute__((alias("pool_take")));
 int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!a || !b) return EINVAL;
   ws_worker *w = ws_self();
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   pool_task_t ta, tb;
-  int rc = pool_spawn(p, &tb, b, b_arg);
+  rc = pool_spawn(p, &tb, b, b_arg);
   if (rc) return rc;
   if (w && w->pool == p) {
     a(a_arg);
@@ -488,8 +497,10 @@ static void child_exec(ws_task *t, ws_worker *w) {
 
 int pool_group_init(pool_group_t *pg, pool_t *pool) {
   if (!pg) return EINVAL;
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
+  if (ws_pool_forked(p)) return EOWNERDEAD;
   ws_group *g = (ws_group *)pg;
   g->pool = p;
   ws_i64_store(&g->pending, 0, ws_relaxed);
@@ -504,8 +515,15 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   struct pool *p = g->pool;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
+  /* From outside, the push, a refusal's decrement and its notify happen
+   * inside the pool's gate (pool.c). */
+  int rc = inside ? 0 : ws_enter(p);
+  if (rc) return rc;
   ws_node *n = ws_node_alloc(inside ? w : NULL);
-  if (!n) return ENOMEM;
+  if (!n) {
+    if (!inside) ws_leave(p);
+    return ENOMEM;
+  }
   group_child *c = (group_child *)n->payload;
   c->hdr.exec = child_exec;
   c->fn = fn;
@@ -514,8 +532,11 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   /* Relaxed: the push publishes it, and the child's decrement comes after
    * its run, which comes after this in happens-before. */
   ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
-  int rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, true);
-  if (rc == 0) return 0;
+  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, true);
+  if (rc == 0) {
+    if (!inside) ws_leave(p);
+    return 0;
+  }
   ws_node_free(n, inside ? w : NULL);
   if (inside && rc == ENOMEM) {
     fn(arg); /* the deque cannot grow: run it now */
@@ -523,6 +544,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
     rc = 0;
   }
   if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  if (!inside) ws_leave(p);
   return rc;
 }
 
@@ -537,6 +559,10 @@ int pool_group_wait(pool_group_t *pg) {
   }
   struct pool *p = g->pool;
   if ((ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT) == 0) return 0;
+  /* Children are accepted work: destroy runs them before it waits for the
+   * gate, so this wait is never refused (pool.c). */
+  int rc = ws_enter_any(p);
+  if (rc) return rc; /* the pool is the parent's (fork) */
   /* Register on the pool's event first, then flag the group: a child that
    * sees the flag in its decrement also sees the registration. */
   ws_event_prepare(&p->ext);
@@ -556,5 +582,6 @@ int pool_group_wait(pool_group_t *pg) {
   while ((v & GROUP_WAITER) && (v & GROUP_COUNT) == 0 &&
          !ws_i64_cas(&g->pending, &v, v & ~GROUP_WAITER, ws_acq_rel)) {
   }
+  ws_leave(p);
   return 0;
 }

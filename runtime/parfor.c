@@ -266,15 +266,29 @@ static size_t auto_chunk(size_t n, unsigned workers) {
   return cs ? cs : 1;
 }
 
+static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
+                      size_t grain, pool_range_fn body, void *ctx);
+
 int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool_range_fn body,
                       void *ctx) {
   if (begin > end || !body) return EINVAL;
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   if (begin == end) return 0;
-  size_t n = end - begin;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
+  /* From outside the whole loop is inside the pool's gate (pool.c): the
+   * pieces it runs itself end in job_progress, which notifies the pool. */
+  if (!inside && (rc = ws_enter(p)) != 0) return rc;
+  rc = parfor_run(p, w, inside, begin, end, grain, body, ctx);
+  if (!inside) ws_leave(p);
+  return rc;
+}
+
+static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
+                      size_t grain, pool_range_fn body, void *ctx) {
+  size_t n = end - begin;
 
   pf_job job;
   job.body = body;
@@ -291,7 +305,7 @@ int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool
    * From a worker, pieces 1.. go on our deque first, then we run piece 0. */
   size_t nch = nchunks(n, job.cs);
   size_t pieces = p->nthreads < nch ? p->nthreads : nch;
-  bool queued_any = false;
+  bool started = false; /* a piece was queued or ran here */
   for (size_t i = pieces; i-- > 0;) {
     size_t lo_ch = nch / pieces * i + (i < nch % pieces ? i : nch % pieces);
     size_t hi_ch = lo_ch + nch / pieces + (i < nch % pieces ? 1 : 0);
@@ -305,16 +319,17 @@ int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool
     if (r && !inside) {
       int rc = ws_push_global(p, &r->start, true);
       if (rc == 0) {
-        queued_any = true;
+        started = true;
         continue;
       }
-      if (rc == ESHUTDOWN && !queued_any) {
+      if (rc == ESHUTDOWN && !started) {
         free(r);
         return ESHUTDOWN; /* nothing ran, nothing queued */
       }
     }
     /* No memory or no room: run this piece here, exposing nothing. */
     free(r);
+    started = true;
     run_chunks(&job, begin + lo, hi - lo, 0, hi_ch - lo_ch);
     job_progress(&job, hi - lo);
   }
@@ -351,8 +366,9 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
                          const pool_reducer_t *r, void *result) {
   if (begin > end || !r || !result || !r->body || !r->combine || !r->identity || !r->size)
     return EINVAL;
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   memcpy(result, r->identity, r->size);
   if (begin == end) return 0;
   size_t n = end - begin;
@@ -364,7 +380,7 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
   if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
   c.accs = malloc(c.nblocks * r->size);
   if (!c.accs) return ENOMEM;
-  int rc = pool_parallel_for(p, 0, c.nblocks, 1, red_body, &c);
+  rc = pool_parallel_for(p, 0, c.nblocks, 1, red_body, &c);
   if (rc == 0)
     for (size_t b = 0; b < c.nblocks; b++) r->combine(result, c.accs + b * r->size, r->ctx);
   free(c.accs);

@@ -578,19 +578,10 @@ int ws_placement_bind(struct pool *p, ws_worker *w) {
   const struct ws_placement *pl = p->placement;
   if (!pl || !pl->slots || w->cpu < 0) return 0;
   if (!pl->bind) return 0; /* a preview of another machine */
-#ifdef WS_HAVE_HWLOC
-  if (pl->topo) {
-    hwloc_bitmap_t one = hwloc_bitmap_alloc();
-    if (!one) return ENOMEM;
-    int rc = 0;
-    if (hwloc_bitmap_only(one, (unsigned)w->cpu) != 0)
-      rc = ENOMEM;
-    else if (hwloc_set_thread_cpubind(pl->topo, w->thread, one, 0) != 0)
-      rc = errno ? errno : ENOSYS;
-    hwloc_bitmap_free(one);
-    return rc;
-  }
-#endif
+  /* Always sched_setaffinity, also with a topology: that is what hwloc
+   * does on Linux, but hwloc 2.9 does not check its own CPU_ALLOC there
+   * and crashes when that allocation fails. PU OS indexes are CPU
+   * numbers. */
   size_t size = CPU_ALLOC_SIZE((size_t)w->cpu + 1);
   cpu_set_t *one = CPU_ALLOC((size_t)w->cpu + 1);
   if (!one) return ENOMEM;

@@ -55,7 +55,7 @@ static atomic_long fault_nlive;
 static atomic_long fault_thread_countdown;
 
 static inline void fault_alloc_arm(long k) {
-  atomic_store(&fault_hit, 0);
+  if (k > 0) atomic_store(&fault_hit, 0); /* disarming keeps the result */
   atomic_store(&fault_countdown, k);
 }
 static inline int fault_alloc_failed(void) { return atomic_load(&fault_hit); }

@@ -64,6 +64,20 @@
  * WSPOOL_TRACE: the child records no trace and never writes the parent's
  * file; WSPOOL_STATS prints for the child's own pools only. None of this
  * can deadlock the child on a lock of the library.
+ *
+ * <b>Misuse and debug checks.</b> These are misuses, whose behaviour is
+ * undefined: pool_spawn() into a frame that is still pending (spawned and
+ * not yet synced or taken: the first task may be lost); a second
+ * pool_sync() or pool_take() of a frame; pool_sync() or pool_take() from a
+ * thread other than the one that spawned the frame; a group used before
+ * pool_group_init(); pool_group_init() on a group whose children are
+ * pending or that is being waited on; two pool_group_wait() calls on one
+ * group at once. The normal build returns EINVAL where it can tell cheaply.
+ * A library built with `-Ddebug_checks=true` detects each of them (it keeps
+ * every frame out of the inline fast paths to see them all), and asserts
+ * the runtime's own invariants: it prints a report naming the misuse and
+ * the call stack to stderr and calls abort(). That build is the one
+ * exception to "never calls abort()"; it is meant for testing.
  */
 #ifndef WSPOOL_H
 #define WSPOOL_H

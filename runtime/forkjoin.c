@@ -41,6 +41,9 @@ typedef struct ws_frame {
   struct pool *pool;
   ws_ptr thief;     /* the worker that ran it after a steal (a hint) */
   ws_u32 state;
+#ifdef WS_DEBUG_CHECKS
+  const void *spawner; /* the spawning thread (its ws__self's address) */
+#endif
 } ws_frame;
 
 /* The state word of frame f in a given kind: the kind in the top byte, never
@@ -110,6 +113,7 @@ void ws_set_self(ws_worker *w) {
  * pool and state are set (spawn_slow or frame_make_public). */
 static void frame_exec(ws_task *t, ws_worker *w) {
   ws_frame *f = (ws_frame *)t;
+  WS_ASSERT(ws_u32_load(&f->state, ws_relaxed) == frame_state(f, FRAME_SPAWNED));
   ws_ptr_store(&f->thief, w, ws_relaxed);
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
@@ -177,7 +181,8 @@ void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
 }
 
 static void fast_open(ws_worker *w) {
-  if (w->trace) return;
+  /* Debug checks see every spawn and sync: the fast path stays closed. */
+  if (w->trace || WS_DEBUG) return;
   ws_size_store(&pool__tls.limit, (size_t)(uintptr_t)w->priv_end, ws_relaxed);
   ws_fence(ws_seq_cst);
   if (ws_deque_size_hint(&w->dq) <= 0) ws_size_store(&pool__tls.limit, 0, ws_relaxed);
@@ -254,6 +259,17 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
   ws_frame *f = (ws_frame *)task;
+  if (WS_DEBUG) {
+    /* Every frame is published in these builds, so a pending one has a
+     * state; IDLE again once synced. */
+    uint32_t st = ws_u32_load(&f->state, ws_relaxed);
+    WS_MISUSE_IF(f->hdr.exec == frame_exec &&
+                     (st == frame_state(f, FRAME_SPAWNED) || st == frame_state(f, FRAME_DONE)),
+                 "pool_spawn into a frame that is still pending (spawned, not yet synced)");
+#ifdef WS_DEBUG_CHECKS
+    f->spawner = &ws__self;
+#endif
+  }
   f->fn = fn;
   f->arg = arg;
   if (!(w && w->pool == p)) {
@@ -270,7 +286,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     ws_leave(p);
     return rc;
   }
-  if (w->trace) goto public;
+  if (w->trace || WS_DEBUG) goto public;
   if (ws_size_load(&pool__tls.limit, ws_relaxed) == 0) {
     /* Nothing public, or a thief found it so: publish the oldest half of
      * the private frames, or this one if there are none. */
@@ -342,8 +358,15 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
   if (!(w && priv_holds(w, f))) {
     uint32_t st = ws_u32_load(&f->state, ws_acquire);
     bool finished = st == frame_state(f, FRAME_DONE);
-    if ((!finished && st != frame_state(f, FRAME_SPAWNED)) || f->hdr.exec != frame_exec)
+    if ((!finished && st != frame_state(f, FRAME_SPAWNED)) || f->hdr.exec != frame_exec) {
+      WS_MISUSE_IF(true, "pool_sync/pool_take of a frame that is not pending (synced twice, or "
+                         "never spawned)");
       return EINVAL;
+    }
+#ifdef WS_DEBUG_CHECKS
+    WS_MISUSE_IF(f->spawner != &ws__self,
+                 "pool_sync/pool_take from a thread other than the one that spawned the frame");
+#endif
     if (finished) goto done;
     w = f->owner;
     if (!w) {
@@ -354,7 +377,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
       ws_leave(f->pool);
       goto done;
     }
-    if (w != self) return EINVAL;
+    if (w != self) return EINVAL; /* (debug: reported above) */
   }
   {
     /* What was spawned after it runs first, here (each one's own sync
@@ -467,6 +490,7 @@ typedef struct ws_group {
   struct pool *pool;
   ws_i64 pending;
   uint64_t magic;
+  ws_u32 waiting; /* debug checks: a pool_group_wait is running */
 } ws_group;
 
 _Static_assert(sizeof(ws_group) <= sizeof(pool_group_t), "pool_group_t too small");
@@ -492,7 +516,9 @@ static void child_exec(ws_task *t, ws_worker *w) {
   struct pool *p = g->pool;
   /* seq_cst: pairs with an outside waiter's registration (ws_event). After
    * this decrement the group may be gone; only the pool is touched. */
-  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  int64_t before = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
+  WS_ASSERT((before & GROUP_COUNT) >= 1);
+  if (before == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
 }
 
 int pool_group_init(pool_group_t *pg, pool_t *pool) {
@@ -502,8 +528,12 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
   if (!p) return rc;
   if (ws_pool_forked(p)) return EOWNERDEAD;
   ws_group *g = (ws_group *)pg;
+  WS_MISUSE_IF(g->magic == GROUP_MAGIC && (ws_u32_load(&g->waiting, ws_relaxed) != 0 ||
+                                           (ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT)),
+               "pool_group_init on a group with children pending or being waited on");
   g->pool = p;
   ws_i64_store(&g->pending, 0, ws_relaxed);
+  ws_u32_store(&g->waiting, 0, ws_relaxed);
   g->magic = GROUP_MAGIC;
   return 0;
 }
@@ -511,6 +541,7 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
 int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   if (!pg || !fn) return EINVAL;
   ws_group *g = (ws_group *)pg;
+  WS_MISUSE_IF(g->magic != GROUP_MAGIC, "pool_group_spawn on a group never initialised");
   if (g->magic != GROUP_MAGIC) return EINVAL;
   struct pool *p = g->pool;
   ws_worker *w = ws_self();
@@ -548,10 +579,22 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   return rc;
 }
 
+static int group_wait(ws_group *g);
+
 int pool_group_wait(pool_group_t *pg) {
   if (!pg) return EINVAL;
   ws_group *g = (ws_group *)pg;
+  WS_MISUSE_IF(g->magic != GROUP_MAGIC, "pool_group_wait on a group never initialised");
   if (g->magic != GROUP_MAGIC) return EINVAL;
+  /* Relaxed: only a concurrent wait (the misuse) races with it. */
+  WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
+               "two pool_group_wait calls on one group at once");
+  int rc = group_wait(g);
+  if (WS_DEBUG) ws_u32_store(&g->waiting, 0, ws_relaxed);
+  return rc;
+}
+
+static int group_wait(ws_group *g) {
   ws_worker *w = ws_self();
   if (w && w->pool == g->pool) {
     ws_help_until_zero(w, &g->pending, GROUP_COUNT);

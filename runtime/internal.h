@@ -17,6 +17,30 @@
 
 #define WS_HIDDEN __attribute__((visibility("hidden")))
 
+/* Debug checks (-Ddebug_checks=true, debug.c). WS_MISUSE reports a misuse
+ * the header names and aborts; WS_ASSERT an invariant of the runtime. Both
+ * compile to nothing in other builds (WS_DEBUG is a constant, so the
+ * conditions are still type-checked). */
+#ifdef WS_DEBUG_CHECKS
+#define WS_DEBUG 1
+__attribute__((noreturn, cold)) void ws_debug_fail(const char *what, const char *file, int line);
+#else
+#define WS_DEBUG 0
+static inline void ws_debug_fail(const char *what, const char *file, int line) {
+  (void)what;
+  (void)file;
+  (void)line;
+}
+#endif
+#define WS_MISUSE_IF(cond, what)                                            \
+  do {                                                                      \
+    if (WS_DEBUG && (cond)) ws_debug_fail("misuse: " what, __FILE__, __LINE__); \
+  } while (0)
+#define WS_ASSERT(cond)                                                                 \
+  do {                                                                                  \
+    if (WS_DEBUG && !(cond)) ws_debug_fail("invariant broken: " #cond, __FILE__, __LINE__); \
+  } while (0)
+
 typedef struct ws_stats {
   ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
 } ws_stats;
@@ -231,7 +255,9 @@ void ws_block_until_zero(struct pool *p, ws_i64 *count);
 
 /* A pool_submit task finished (or failed to enqueue). */
 static inline void ws_pending_done(struct pool *p) {
-  if (ws_i64_fetch_add(&p->pending, -1, ws_seq_cst) == 1) ws_event_notify(&p->ext);
+  int64_t before = ws_i64_fetch_add(&p->pending, -1, ws_seq_cst);
+  WS_ASSERT(before >= 1);
+  if (before == 1) ws_event_notify(&p->ext);
 }
 
 /* Placement (placement.c; docs/design.md "Placement").

@@ -111,7 +111,9 @@ static pf_range *range_new(pf_job *job, size_t base, size_t n) {
 
 static void range_release(pf_range *r) {
   /* acq_rel: the last holder sees every other holder's accesses. */
-  if (ws_u32_fetch_add(&r->refs, (uint32_t)-1, ws_acq_rel) == 1) free(r);
+  uint32_t before = ws_u32_fetch_add(&r->refs, (uint32_t)-1, ws_acq_rel);
+  WS_ASSERT(before >= 1);
+  if (before == 1) free(r);
 }
 
 static void job_progress(pf_job *job, size_t items) {
@@ -119,7 +121,9 @@ static void job_progress(pf_job *job, size_t items) {
   bool outside = job->outside;
   /* acq_rel: the range that reaches zero has seen every body's effects
    * (release sequence on `remaining`) and passes them on through `done`. */
-  if (ws_size_fetch_add(&job->remaining, (size_t)0 - items, ws_acq_rel) != items) return;
+  size_t before = ws_size_fetch_add(&job->remaining, (size_t)0 - items, ws_acq_rel);
+  WS_ASSERT(before >= items); /* every item runs once */
+  if (before != items) return;
   /* The job may be gone once `done` is visible: touch only the pool after. */
   ws_u32_store(&job->done, 1, ws_seq_cst);
   if (outside) ws_event_notify(&p->ext);

@@ -268,6 +268,7 @@ void ws_leave(struct pool *p) {
   /* Release: everything this caller did to the pool happens before
    * destroy's acquire load that sees the count at zero. */
   uint32_t v = ws_u32_fetch_add(&p->gate, (uint32_t)-1, ws_release);
+  WS_ASSERT((v & ~WS_GATE_CLOSED) != 0);
   /* The last one out of a closed pool wakes destroy. The word outlives the
    * pool, so touching it after the decrement is safe. */
   if (v == (WS_GATE_CLOSED | 1)) ws_futex_wake(&p->gate, INT_MAX);
@@ -306,6 +307,8 @@ int pool_destroy(pool_t *pool) {
    * inside the pool meanwhile (pending only reaches 0 when none is left). */
   ws_block_until_zero(p, &p->pending);
   stop_workers(p);
+  WS_ASSERT(ws_i64_load(&p->pending, ws_acquire) == 0);
+  WS_ASSERT(ws_gqueue_maybe_nonempty(&p->gq) == false);
   /* Every task has run now, so every outside caller still inside the pool
    * (blocked in pool_sync, pool_group_wait, parallel_for, wait_idle, or
    * between its push and its notify) has its condition met. Kick the

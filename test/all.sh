@@ -11,7 +11,7 @@
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
-configs=${WSPOOL_CONFIGS:-"release tsan asan ao"}
+configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug"}
 passed=0 failed=0 skipped=0
 
 opts_for() {
@@ -20,6 +20,7 @@ opts_for() {
   tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
   asan) echo "-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dpeers=disabled" ;;
   ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dpeers=disabled" ;;
+  debug) echo "-Dbuildtype=debugoptimized -Dwerror=true -Ddebug_checks=true -Dpeers=disabled" ;;
   *) return 1 ;;
   esac
 }

@@ -84,7 +84,7 @@ typedef struct ws_worker {
   size_t mem_size;
 } ws_worker;
 
-/* The entry gate (pool.c, docs/design.md "Destroy and outside callers"):
+/* The entry gate (pool.c, docs/design.md 10.1 "The entry gate"):
  * the count of outside calls inside the pool, and WS_GATE_CLOSED once
  * pool_destroy() began. */
 #define WS_GATE_CLOSED 0x80000000u
@@ -95,7 +95,7 @@ struct pool {
    * finished still meets a live word (and CLOSED). Not cleared on reuse
    * (pool_create only removes CLOSED). */
   WS_ALIGNED ws_u32 gate;
-  unsigned fork_gen;            /* ws_fork_gen when created (pool.c) */
+  unsigned fork_gen;            /* ws_fork_gen when created; kept on reuse */
   struct pool *next_free;       /* the free list of destroyed pools */
   WS_ALIGNED ws_gqueue gq;
   ws_sleep sleep;

@@ -72,9 +72,9 @@ static struct pool *new_pool_struct(void) {
   }
   /* A reused struct: a late caller of its old pool may be counting itself
    * in and out of the gate right now (it sees CLOSED and leaves), so the
-   * gate word is left alone. */
-  memset((char *)p + offsetof(struct pool, fork_gen), 0,
-         sizeof(*p) - offsetof(struct pool, fork_gen));
+   * gate word and the fork generation it reads first are left alone. */
+  memset((char *)p + offsetof(struct pool, next_free), 0,
+         sizeof(*p) - offsetof(struct pool, next_free));
   return p;
 }
 
@@ -155,7 +155,9 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (rc) return rc;
   struct pool *p = new_pool_struct();
   if (!p) return ENOMEM;
-  p->fork_gen = ws_fork_gen;
+  /* Written only when it changes (a struct made before a fork): a late
+   * caller of the struct's previous pool may be reading it. */
+  if (p->fork_gen != ws_fork_gen) p->fork_gen = ws_fork_gen;
   p->cfg = cfg;
   p->nthreads = cfg.threads;
   rc = ws_gqueue_init(&p->gq);
@@ -237,7 +239,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   return 0;
 }
 
-/* Entry accounting (docs/design.md, "Destroy and outside callers").
+/* Entry accounting (docs/design.md, 10.1 "The entry gate").
  *
  * Every outside call that touches a pool's memory beyond the gate word is
  * counted in the gate for that whole time; destroy sets CLOSED and frees

@@ -27,7 +27,8 @@ unsigned ws_fork_gen;
  *   default_lock   the default pool, its creation and retries
  *   global_lock    the free list of destroyed pools' structs, and whether
  *                  the fork handlers are registered
- *   then placement's topology lock and the trace lock (their files). */
+ *   then placement's topology lock, the trace lock (their files) and, in
+ *   the portable futex fallback, its bucket locks (sleep.c). */
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Set once created, with release (under default_lock); read with acquire
  * on the fast path. Reset in a forked child. */
@@ -384,9 +385,11 @@ static void atfork_prepare(void) {
   pthread_mutex_lock(&global_lock);
   ws_placement_atfork(0);
   ws_trace_atfork(0);
+  ws_futex_atfork(0);
 }
 
 static void atfork_parent(void) {
+  ws_futex_atfork(1);
   ws_trace_atfork(1);
   ws_placement_atfork(1);
   pthread_mutex_unlock(&global_lock);
@@ -406,6 +409,7 @@ static void atfork_child(void) {
    * parent: none is here to leave. */
   for (struct pool *p = free_pools; p; p = p->next_free)
     ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+  ws_futex_atfork(2);
   ws_trace_atfork(2);
   ws_placement_atfork(2);
   pthread_mutex_unlock(&global_lock);

@@ -9,14 +9,76 @@
  *
  * \section errors Errors
  * Every function returning `int` returns 0 on success or a positive errno
- * value (EINVAL, ENOMEM, EAGAIN, ESHUTDOWN, EDEADLK, ...). The library never
- * prints on a hot path, never calls exit() or abort() on bad input, and a
- * failed call has no effect unless its documentation says otherwise.
+ * value (EINVAL, ENOMEM, EAGAIN, ESHUTDOWN, EDEADLK, EOWNERDEAD, ...; see
+ * \ref faults). The library never prints on a hot path, never calls exit()
+ * or abort() on bad input, and a failed call has no effect unless its
+ * documentation says otherwise.
  *
  * \section nullpool The NULL pool
  * Wherever a `pool_t *` is taken, NULL means: the calling worker's pool when
  * called from a worker thread, otherwise the process-wide default pool
  * (created on first use, thread-safe, lives until the process exits).
+ * If creating it fails (EAGAIN, ENOMEM), the call returns that code
+ * (pool_default(): NULL) and the next NULL-pool call tries again: every
+ * NULL-pool call returning `int` reports its own attempt's error, the same
+ * one pool_create() would give.
+ *
+ * \section faults Faults and fork()
+ * <b>Resource failures.</b> Memory: every call that allocates returns
+ * ENOMEM and has no effect (pool_create() frees what it had made); where
+ * the documentation says so, work runs inline instead (pool_spawn() from a
+ * worker, pool_parallel_for() pieces that cannot be queued), and returns 0.
+ * Threads: pool_create() returns EAGAIN when any worker thread cannot be
+ * created, after joining the ones it started. Binding: see pool_config_t
+ * (a warning and an unbound pool, or ENOTSUP with bind_strict). The hwloc
+ * topology is loaded once per process (per HWLOC_SYNTHETIC / HWLOC_XMLFILE
+ * value) by the first bound pool_create() and shared; wspool checks every
+ * hwloc result, but an allocation failure inside hwloc's own topology
+ * loader (hwloc 2.9) can crash the process there, so only that first load
+ * is not failure-safe. Later creates never enter the loader.
+ *
+ * <b>Destroy and concurrent outside callers.</b> Any call from a thread
+ * that is not one of the pool's workers may run concurrently with
+ * pool_destroy(). Each such call is either inside the pool (it entered
+ * before destroy began): it completes normally, with the drain, and
+ * destroy returns only after it has left; or it arrives once destroy began:
+ * it returns ESHUTDOWN with no effect (pool_submit(), pool_spawn(),
+ * pool_join(), pool_group_spawn(), pool_parallel_for(),
+ * pool_parallel_reduce(), pool_wait_idle(), pool_worker_stats();
+ * pool_worker_cpu() returns -1), and touches nothing destroy frees. Waits
+ * on work the pool already accepted (pool_sync(), pool_take(),
+ * pool_group_wait()) are never refused: they return 0 once the drain ran
+ * it. The few bytes a pool's handle points to are never given back to the
+ * system (a later pool_create() reuses them), so a late call stays safe
+ * until a new pool_create() returned: after that, using the old handle is
+ * a bug.
+ *
+ * <b>fork().</b> The library installs fork handlers (pthread_atfork) when
+ * the first pool is created. In the child only the forking thread exists,
+ * so every pool created before the fork belongs to the parent: every call
+ * on it returns EOWNERDEAD (pool_threads(): 0, pool_worker_cpu(): -1)
+ * without blocking, and pool_destroy() frees its memory (it joins nothing)
+ * and returns 0. The default pool is not inherited: the child's first
+ * NULL-pool call creates a fresh one. A thread that forks from inside a
+ * task is not a worker in the child (NULL means the default pool there);
+ * such a child must not return from that task (exec or _exit instead).
+ * WSPOOL_TRACE: the child records no trace and never writes the parent's
+ * file; WSPOOL_STATS prints for the child's own pools only. None of this
+ * can deadlock the child on a lock of the library.
+ *
+ * <b>Misuse and debug checks.</b> These are misuses, whose behaviour is
+ * undefined: pool_spawn() into a frame that is still pending (spawned and
+ * not yet synced or taken: the first task may be lost); a second
+ * pool_sync() or pool_take() of a frame; pool_sync() or pool_take() from a
+ * thread other than the one that spawned the frame; a group used before
+ * pool_group_init(); pool_group_init() on a group whose children are
+ * pending or that is being waited on; two pool_group_wait() calls on one
+ * group at once. The normal build returns EINVAL where it can tell cheaply.
+ * A library built with `-Ddebug_checks=true` detects each of them (it keeps
+ * every frame out of the inline fast paths to see them all), and asserts
+ * the runtime's own invariants: it prints a report naming the misuse and
+ * the call stack to stderr and calls abort(). That build is the one
+ * exception to "never calls abort()"; it is meant for testing.
  */
 #ifndef WSPOOL_H
 #define WSPOOL_H
@@ -103,13 +165,15 @@ POOL_API int pool_create(pool_t **out, const pool_config_t *cfg);
  * \brief Drain and destroy a pool.
  *
  * Runs everything already submitted, including tasks that running tasks
- * submit during the drain, then joins the workers and frees all memory.
- * Submissions from outside the pool after destroy began fail with ESHUTDOWN.
- * Outside threads blocked on the pool (in pool_sync(), pool_group_wait(),
- * pool_parallel_for(), pool_wait_idle()) are released before it is freed;
- * calling into a pool after pool_destroy() returned is undefined.
+ * submit during the drain, then joins the workers and frees the pool's
+ * memory. Outside calls may run concurrently with it: destroy returns only
+ * once every outside call that entered the pool before it began has left
+ * it, and a call that arrives later fails with ESHUTDOWN without effect
+ * (see \ref faults). Calling into a pool after pool_destroy() returned is a
+ * bug.
  * \return 0; EDEADLK when called from one of the pool's own workers (the pool
- *         stays usable); EINVAL for the default pool, which lives until exit.
+ *         stays usable); EINVAL for the default pool, which lives until exit;
+ *         ESHUTDOWN when another pool_destroy() of it is already running.
  */
 POOL_API int pool_destroy(pool_t *pool);
 
@@ -134,7 +198,8 @@ POOL_API int pool_submit(pool_t *pool, pool_fn fn, void *arg);
  * \brief Wait until every task submitted so far with pool_submit(), and
  * everything those tasks submitted, has finished.
  * \return 0; EDEADLK when called from a worker of that pool; EINVAL when
- *         there is no pool.
+ *         there is no pool; ESHUTDOWN when called once pool_destroy() began
+ *         (a caller already waiting when it began gets 0 after the drain).
  */
 POOL_API int pool_wait_idle(pool_t *pool);
 
@@ -172,7 +237,8 @@ typedef struct pool_worker_stats {
 
 /**
  * \brief Read worker \p worker's counters into \p out.
- * \return 0; EINVAL for a NULL \p out, no pool, or \p worker out of range.
+ * \return 0; EINVAL for a NULL \p out, no pool, or \p worker out of range;
+ *         ESHUTDOWN from outside a pool being destroyed.
  */
 POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out);
 

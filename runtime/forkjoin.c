@@ -42,6 +42,9 @@ typedef struct ws_frame {
   struct pool *pool;
   ws_ptr thief;     /* the worker that ran it after a steal (a hint) */
   ws_u32 state;
+#ifdef WS_DEBUG_CHECKS
+  const void *spawner; /* the spawning thread (its ws__self's address) */
+#endif
 } ws_frame;
 
 /* The state word of frame f in a given kind: the kind in the top byte, never
@@ -111,6 +114,7 @@ void ws_set_self(ws_worker *w) {
  * pool and state are set (spawn_slow or frame_make_public). */
 static void frame_exec(ws_task *t, ws_worker *w) {
   ws_frame *f = (ws_frame *)t;
+  WS_ASSERT(ws_u32_load(&f->state, ws_relaxed) == frame_state(f, FRAME_SPAWNED));
   ws_ptr_store(&f->thief, w, ws_relaxed);
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
@@ -178,7 +182,8 @@ void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
 }
 
 static void fast_open(ws_worker *w) {
-  if (w->trace) return;
+  /* Debug checks see every spawn and sync: the fast path stays closed. */
+  if (w->trace || WS_DEBUG) return;
   ws_size_store(&pool__tls.limit, (size_t)(uintptr_t)w->priv_end, ws_relaxed);
   ws_fence(ws_seq_cst);
   if (ws_deque_size_hint(&w->dq) <= 0) ws_size_store(&pool__tls.limit, 0, ws_relaxed);
@@ -251,23 +256,38 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
                                                 void *arg) {
   if (!task || !fn) return EINVAL;
   ws_worker *w = ws_self();
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   ws_frame *f = (ws_frame *)task;
+  if (WS_DEBUG) {
+    /* Every frame is published in these builds, so a pending one has a
+     * state; IDLE again once synced. */
+    uint32_t st = ws_u32_load(&f->state, ws_relaxed);
+    WS_MISUSE_IF(f->hdr.exec == frame_exec &&
+                     (st == frame_state(f, FRAME_SPAWNED) || st == frame_state(f, FRAME_DONE)),
+                 "pool_spawn into a frame that is still pending (spawned, not yet synced)");
+#ifdef WS_DEBUG_CHECKS
+    f->spawner = &ws__self;
+#endif
+  }
   f->fn = fn;
   f->arg = arg;
   if (!(w && w->pool == p)) {
+    /* The push and its notify happen inside the pool's gate (pool.c). */
+    if ((rc = ws_enter(p)) != 0) return rc;
     f->hdr.exec = frame_exec;
     f->owner = NULL;
     f->pool = p;
     ws_ptr_store(&f->thief, NULL, ws_relaxed);
     /* Relaxed: the queue's lock publishes it. */
     ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
-    int rc = ws_push_global(p, &f->hdr, true);
+    rc = ws_push_global(p, &f->hdr, true);
     if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+    ws_leave(p);
     return rc;
   }
-  if (w->trace) goto public;
+  if (w->trace || WS_DEBUG) goto public;
   if (ws_size_load(&pool__tls.limit, ws_relaxed) == 0) {
     /* Nothing public, or a thief found it so: publish the oldest half of
      * the private frames, or this one if there are none. */
@@ -339,15 +359,26 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
   if (!(w && priv_holds(w, f))) {
     uint32_t st = ws_u32_load(&f->state, ws_acquire);
     bool finished = st == frame_state(f, FRAME_DONE);
-    if ((!finished && st != frame_state(f, FRAME_SPAWNED)) || f->hdr.exec != frame_exec)
+    if ((!finished && st != frame_state(f, FRAME_SPAWNED)) || f->hdr.exec != frame_exec) {
+      WS_MISUSE_IF(true, "pool_sync/pool_take of a frame that is not pending (synced twice, or "
+                         "never spawned)");
       return EINVAL;
+    }
+#ifdef WS_DEBUG_CHECKS
+    WS_MISUSE_IF(f->spawner != &ws__self,
+                 "pool_sync/pool_take from a thread other than the one that spawned the frame");
+#endif
     if (finished) goto done;
     w = f->owner;
     if (!w) {
+      /* Accepted work: destroy runs it before it waits for the gate. */
+      int rc = ws_enter_any(f->pool);
+      if (rc) return rc; /* the pool is the parent's (fork) */
       ws_block_until_value(f->pool, &f->state, frame_state(f, FRAME_DONE));
+      ws_leave(f->pool);
       goto done;
     }
-    if (w != self) return EINVAL;
+    if (w != self) return EINVAL; /* (debug: reported above) */
   }
   {
     /* What was spawned after it runs first, here (each one's own sync
@@ -422,10 +453,11 @@ int pool__take_full(pool_task_t *task) __attribute__((alias("pool_take")));
 int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!a || !b) return EINVAL;
   ws_worker *w = ws_self();
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   pool_task_t ta, tb;
-  int rc = pool_spawn(p, &tb, b, b_arg);
+  rc = pool_spawn(p, &tb, b, b_arg);
   if (rc) return rc;
   if (w && w->pool == p) {
     a(a_arg);
@@ -459,6 +491,7 @@ typedef struct ws_group {
   struct pool *pool;
   ws_i64 pending;
   uint64_t magic;
+  ws_u32 waiting; /* debug checks: a pool_group_wait is running */
 } ws_group;
 
 _Static_assert(sizeof(ws_group) <= sizeof(pool_group_t), "pool_group_t too small");
@@ -484,16 +517,24 @@ static void child_exec(ws_task *t, ws_worker *w) {
   struct pool *p = g->pool;
   /* seq_cst: pairs with an outside waiter's registration (ws_event). After
    * this decrement the group may be gone; only the pool is touched. */
-  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  int64_t before = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
+  WS_ASSERT((before & GROUP_COUNT) >= 1);
+  if (before == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
 }
 
 int pool_group_init(pool_group_t *pg, pool_t *pool) {
   if (!pg) return EINVAL;
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
+  if (ws_pool_forked(p)) return EOWNERDEAD;
   ws_group *g = (ws_group *)pg;
+  WS_MISUSE_IF(g->magic == GROUP_MAGIC && (ws_u32_load(&g->waiting, ws_relaxed) != 0 ||
+                                           (ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT)),
+               "pool_group_init on a group with children pending or being waited on");
   g->pool = p;
   ws_i64_store(&g->pending, 0, ws_relaxed);
+  ws_u32_store(&g->waiting, 0, ws_relaxed);
   g->magic = GROUP_MAGIC;
   return 0;
 }
@@ -501,12 +542,20 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
 int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   if (!pg || !fn) return EINVAL;
   ws_group *g = (ws_group *)pg;
+  WS_MISUSE_IF(g->magic != GROUP_MAGIC, "pool_group_spawn on a group never initialised");
   if (g->magic != GROUP_MAGIC) return EINVAL;
   struct pool *p = g->pool;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
+  /* From outside, the push, a refusal's decrement and its notify happen
+   * inside the pool's gate (pool.c). */
+  int rc = inside ? 0 : ws_enter(p);
+  if (rc) return rc;
   ws_node *n = ws_node_alloc(inside ? w : NULL);
-  if (!n) return ENOMEM;
+  if (!n) {
+    if (!inside) ws_leave(p);
+    return ENOMEM;
+  }
   group_child *c = (group_child *)n->payload;
   c->hdr.exec = child_exec;
   c->fn = fn;
@@ -515,8 +564,11 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   /* Relaxed: the push publishes it, and the child's decrement comes after
    * its run, which comes after this in happens-before. */
   ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
-  int rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, true);
-  if (rc == 0) return 0;
+  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, true);
+  if (rc == 0) {
+    if (!inside) ws_leave(p);
+    return 0;
+  }
   ws_node_free(n, inside ? w : NULL);
   if (inside && rc == ENOMEM) {
     fn(arg); /* the deque cannot grow: run it now */
@@ -524,13 +576,26 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
     rc = 0;
   }
   if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  if (!inside) ws_leave(p);
   return rc;
 }
+
+static int group_wait(ws_group *g);
 
 int pool_group_wait(pool_group_t *pg) {
   if (!pg) return EINVAL;
   ws_group *g = (ws_group *)pg;
+  WS_MISUSE_IF(g->magic != GROUP_MAGIC, "pool_group_wait on a group never initialised");
   if (g->magic != GROUP_MAGIC) return EINVAL;
+  /* Relaxed: only a concurrent wait (the misuse) races with it. */
+  WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
+               "two pool_group_wait calls on one group at once");
+  int rc = group_wait(g);
+  if (WS_DEBUG) ws_u32_store(&g->waiting, 0, ws_relaxed);
+  return rc;
+}
+
+static int group_wait(ws_group *g) {
   ws_worker *w = ws_self();
   if (w && w->pool == g->pool) {
     ws_help_until_zero(w, &g->pending, GROUP_COUNT);
@@ -538,6 +603,10 @@ int pool_group_wait(pool_group_t *pg) {
   }
   struct pool *p = g->pool;
   if ((ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT) == 0) return 0;
+  /* Children are accepted work: destroy runs them before it waits for the
+   * gate, so this wait is never refused (pool.c). */
+  int rc = ws_enter_any(p);
+  if (rc) return rc; /* the pool is the parent's (fork) */
   /* Register on the pool's event first, then flag the group: a child that
    * sees the flag in its decrement also sees the registration. */
   ws_event_prepare(&p->ext);
@@ -557,5 +626,6 @@ int pool_group_wait(pool_group_t *pg) {
   while ((v & GROUP_WAITER) && (v & GROUP_COUNT) == 0 &&
          !ws_i64_cas(&g->pending, &v, v & ~GROUP_WAITER, ws_acq_rel)) {
   }
+  ws_leave(p);
   return 0;
 }

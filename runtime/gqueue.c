@@ -22,8 +22,8 @@ int ws_gqueue_init(ws_gqueue *q) {
   return 0;
 }
 
-void ws_gqueue_destroy(ws_gqueue *q) {
-  pthread_mutex_destroy(&q->lock);
+void ws_gqueue_destroy(ws_gqueue *q, bool owned) {
+  if (owned) pthread_mutex_destroy(&q->lock);
   free(q->ring);
   q->ring = NULL;
 }

@@ -31,7 +31,9 @@ typedef struct ws_gqueue {
 } ws_gqueue;
 
 int ws_gqueue_init(ws_gqueue *q);
-void ws_gqueue_destroy(ws_gqueue *q);
+/* `owned`: false for a queue inherited across fork(), whose lock may be
+ * held by a thread of the parent: only the ring is freed. */
+void ws_gqueue_destroy(ws_gqueue *q, bool owned);
 /* 0, ENOMEM, or ESHUTDOWN when the queue is closed and `refuse_closed`. */
 int ws_gqueue_push(ws_gqueue *q, const ws_gitem *item, bool refuse_closed);
 /* Takes the oldest live entry; false when empty. */

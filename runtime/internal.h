@@ -18,6 +18,30 @@
 
 #define WS_HIDDEN __attribute__((visibility("hidden")))
 
+/* Debug checks (-Ddebug_checks=true, debug.c). WS_MISUSE reports a misuse
+ * the header names and aborts; WS_ASSERT an invariant of the runtime. Both
+ * compile to nothing in other builds (WS_DEBUG is a constant, so the
+ * conditions are still type-checked). */
+#ifdef WS_DEBUG_CHECKS
+#define WS_DEBUG 1
+__attribute__((noreturn, cold)) void ws_debug_fail(const char *what, const char *file, int line);
+#else
+#define WS_DEBUG 0
+static inline void ws_debug_fail(const char *what, const char *file, int line) {
+  (void)what;
+  (void)file;
+  (void)line;
+}
+#endif
+#define WS_MISUSE_IF(cond, what)                                            \
+  do {                                                                      \
+    if (WS_DEBUG && (cond)) ws_debug_fail("misuse: " what, __FILE__, __LINE__); \
+  } while (0)
+#define WS_ASSERT(cond)                                                                 \
+  do {                                                                                  \
+    if (WS_DEBUG && !(cond)) ws_debug_fail("invariant broken: " #cond, __FILE__, __LINE__); \
+  } while (0)
+
 typedef struct ws_stats {
   ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
 } ws_stats;
@@ -61,8 +85,20 @@ typedef struct ws_worker {
   size_t mem_size;
 } ws_worker;
 
+/* The entry gate (pool.c, docs/design.md 10.1 "The entry gate"):
+ * the count of outside calls inside the pool, and WS_GATE_CLOSED once
+ * pool_destroy() began. */
+#define WS_GATE_CLOSED 0x80000000u
+
 struct pool {
-  ws_gqueue gq;
+  /* First, and never freed: destroy keeps the struct on a free list that
+   * pool_create() reuses, so a call that reaches the gate after destroy
+   * finished still meets a live word (and CLOSED). Not cleared on reuse
+   * (pool_create only removes CLOSED). */
+  WS_ALIGNED ws_u32 gate;
+  unsigned fork_gen;            /* ws_fork_gen when created; kept on reuse */
+  struct pool *next_free;       /* the free list of destroyed pools */
+  WS_ALIGNED ws_gqueue gq;
   ws_sleep sleep;
   ws_event ext;                 /* outside waiters */
   WS_ALIGNED ws_i64 pending;    /* pool_submit tasks not yet finished */
@@ -109,6 +145,24 @@ static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
 
 /* NULL pool -> the caller's pool, else the default pool (may be NULL). */
 struct pool *ws_resolve(struct pool *p);
+/* The same, and why there is no pool: *err is the default pool's creation
+ * error (EAGAIN, ENOMEM, ...) when that is the reason, else EINVAL. */
+struct pool *ws_resolve_err(struct pool *p, int *err);
+
+/* Bumped in the child after fork(): pools created before belong to the
+ * parent (their threads do not exist here). Written only by the atfork
+ * child handler, while the child has one thread; read after. */
+extern unsigned ws_fork_gen;
+static inline bool ws_pool_forked(const struct pool *p) { return p->fork_gen != ws_fork_gen; }
+
+/* Entry accounting for outside callers (pool.c). ws_enter: 0, ESHUTDOWN
+ * once destroy began, EOWNERDEAD for a pool inherited across fork(); on 0
+ * the caller must ws_leave() when it will touch the pool no more.
+ * ws_enter_any counts without refusing: for waits on work the pool already
+ * accepted (destroy runs it before it waits for the gate). */
+int ws_enter(struct pool *p);
+int ws_enter_any(struct pool *p);
+void ws_leave(struct pool *p);
 
 /* Tells sleepers about work a worker just pushed on its deque. Always the
  * fenced check: the owner's idea of whether its deque was empty comes from
@@ -202,7 +256,9 @@ void ws_block_until_zero(struct pool *p, ws_i64 *count);
 
 /* A pool_submit task finished (or failed to enqueue). */
 static inline void ws_pending_done(struct pool *p) {
-  if (ws_i64_fetch_add(&p->pending, -1, ws_seq_cst) == 1) ws_event_notify(&p->ext);
+  int64_t before = ws_i64_fetch_add(&p->pending, -1, ws_seq_cst);
+  WS_ASSERT(before >= 1);
+  if (before == 1) ws_event_notify(&p->ext);
 }
 
 /* Placement (placement.c; docs/design.md "Placement").
@@ -223,6 +279,15 @@ void ws_placement_dealloc(struct pool *p, void *mem, size_t size);
 
 /* WSPOOL_STATS=1: the per-worker table on stderr (stats.c). */
 void ws_stats_report(struct pool *p);
+/* Worker `worker`'s counters (index checked by the caller). */
+void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out);
+
+/* Registers the fork handlers (pool.c), once; ENOMEM if it cannot. */
+int ws_fork_setup(void);
+/* Fork handlers of placement.c and trace.c: 0 before fork() (take the
+ * lock), 1 in the parent and 2 in the child after it. */
+void ws_placement_atfork(int phase);
+void ws_trace_atfork(int phase);
 
 /* Environment (config.c). */
 int ws_env_flag(const char *name);

@@ -112,7 +112,9 @@ static pf_range *range_new(pf_job *job, size_t base, size_t n) {
 
 static void range_release(pf_range *r) {
   /* acq_rel: the last holder sees every other holder's accesses. */
-  if (ws_u32_fetch_add(&r->refs, (uint32_t)-1, ws_acq_rel) == 1) free(r);
+  uint32_t before = ws_u32_fetch_add(&r->refs, (uint32_t)-1, ws_acq_rel);
+  WS_ASSERT(before >= 1);
+  if (before == 1) free(r);
 }
 
 static void job_progress(pf_job *job, size_t items) {
@@ -120,7 +122,9 @@ static void job_progress(pf_job *job, size_t items) {
   bool outside = job->outside;
   /* acq_rel: the range that reaches zero has seen every body's effects
    * (release sequence on `remaining`) and passes them on through `done`. */
-  if (ws_size_fetch_add(&job->remaining, (size_t)0 - items, ws_acq_rel) != items) return;
+  size_t before = ws_size_fetch_add(&job->remaining, (size_t)0 - items, ws_acq_rel);
+  WS_ASSERT(before >= items); /* every item runs once */
+  if (before != items) return;
   /* The job may be gone once `done` is visible: touch only the pool after. */
   ws_u32_store(&job->done, 1, ws_seq_cst);
   if (outside) ws_event_notify(&p->ext);
@@ -267,15 +271,29 @@ static size_t auto_chunk(size_t n, unsigned workers) {
   return cs ? cs : 1;
 }
 
+static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
+                      size_t grain, pool_range_fn body, void *ctx);
+
 int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool_range_fn body,
                       void *ctx) {
   if (begin > end || !body) return EINVAL;
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   if (begin == end) return 0;
-  size_t n = end - begin;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
+  /* From outside the whole loop is inside the pool's gate (pool.c): the
+   * pieces it runs itself end in job_progress, which notifies the pool. */
+  if (!inside && (rc = ws_enter(p)) != 0) return rc;
+  rc = parfor_run(p, w, inside, begin, end, grain, body, ctx);
+  if (!inside) ws_leave(p);
+  return rc;
+}
+
+static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
+                      size_t grain, pool_range_fn body, void *ctx) {
+  size_t n = end - begin;
 
   pf_job job;
   job.body = body;
@@ -292,7 +310,7 @@ int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool
    * From a worker, pieces 1.. go on our deque first, then we run piece 0. */
   size_t nch = nchunks(n, job.cs);
   size_t pieces = p->nthreads < nch ? p->nthreads : nch;
-  bool queued_any = false;
+  bool started = false; /* a piece was queued or ran here */
   for (size_t i = pieces; i-- > 0;) {
     size_t lo_ch = nch / pieces * i + (i < nch % pieces ? i : nch % pieces);
     size_t hi_ch = lo_ch + nch / pieces + (i < nch % pieces ? 1 : 0);
@@ -306,16 +324,17 @@ int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool
     if (r && !inside) {
       int rc = ws_push_global(p, &r->start, true);
       if (rc == 0) {
-        queued_any = true;
+        started = true;
         continue;
       }
-      if (rc == ESHUTDOWN && !queued_any) {
+      if (rc == ESHUTDOWN && !started) {
         free(r);
         return ESHUTDOWN; /* nothing ran, nothing queued */
       }
     }
     /* No memory or no room: run this piece here, exposing nothing. */
     free(r);
+    started = true;
     run_chunks(&job, begin + lo, hi - lo, 0, hi_ch - lo_ch);
     job_progress(&job, hi - lo);
   }
@@ -352,8 +371,9 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
                          const pool_reducer_t *r, void *result) {
   if (begin > end || !r || !result || !r->body || !r->combine || !r->identity || !r->size)
     return EINVAL;
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   memcpy(result, r->identity, r->size);
   if (begin == end) return 0;
   size_t n = end - begin;
@@ -365,7 +385,7 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
   if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
   c.accs = malloc(c.nblocks * r->size);
   if (!c.accs) return ENOMEM;
-  int rc = pool_parallel_for(p, 0, c.nblocks, 1, red_body, &c);
+  rc = pool_parallel_for(p, 0, c.nblocks, 1, red_body, &c);
   if (rc == 0)
     for (size_t b = 0; b < c.nblocks; b++) r->combine(result, c.accs + b * r->size, r->ctx);
   free(c.accs);

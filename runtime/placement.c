@@ -20,6 +20,14 @@
  *    with pthread_setaffinity_np(); nothing is known about cores, caches or
  *    NUMA nodes, so both policies are the same and every NUMA node is -1.
  *
+ * The topology is loaded once per process (per topology source: the
+ * HWLOC_SYNTHETIC / HWLOC_XMLFILE / HWLOC_THISSYSTEM values it was loaded
+ * under) and shared by every pool, read-only, which hwloc allows
+ * concurrently: a later create never enters hwloc's loader, the one place
+ * where hwloc 2.9 does not survive an allocation failure. Every hwloc call
+ * that can fail here is checked; a failure plans portably or returns
+ * ENOMEM.
+ *
  * A pool with POOL_BIND_NONE loads no topology at all: pool creation stays
  * cheap for the default pool, workers are unbound (cpu -1, NUMA -1) and
  * steal from everyone with equal preference. */
@@ -56,7 +64,7 @@ struct ws_placement {
   unsigned npus;    /* PUs the plan chose from */
   const char *how;  /* where the plan came from, for WSPOOL_VERBOSE */
 #ifdef WS_HAVE_HWLOC
-  hwloc_topology_t topo; /* NULL unless planned with hwloc */
+  hwloc_topology_t topo; /* the shared topology; NULL unless planned with hwloc */
 #endif
 };
 
@@ -282,19 +290,87 @@ static void describe_pu(hwloc_topology_t t, hwloc_obj_t pu, cand *c) {
  * calling thread's affinity (taskset). A synthetic or XML topology describes
  * another machine: its allowed set is all of it. */
 static hwloc_bitmap_t usable_set(hwloc_topology_t t, bool here) {
-  hwloc_bitmap_t set = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t));
+  hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(t);
+  hwloc_const_bitmap_t all = hwloc_topology_get_topology_cpuset(t);
+  if (!allowed || !all) return NULL;
+  hwloc_bitmap_t set = hwloc_bitmap_dup(allowed);
   if (!set) return NULL;
-  hwloc_bitmap_and(set, set, hwloc_topology_get_topology_cpuset(t));
+  if (hwloc_bitmap_and(set, set, all) != 0) {
+    hwloc_bitmap_free(set);
+    return NULL;
+  }
   if (!here) return set;
   hwloc_bitmap_t mine = hwloc_bitmap_alloc();
   if (!mine) {
     hwloc_bitmap_free(set);
     return NULL;
   }
+  /* A thread whose binding cannot be read (or lies outside the set) uses
+   * the whole set; an allocation failure inside the AND is ENOMEM. */
+  int rc = 0;
   if (hwloc_get_cpubind(t, mine, HWLOC_CPUBIND_THREAD) == 0 && hwloc_bitmap_intersects(set, mine))
-    hwloc_bitmap_and(set, set, mine);
+    rc = hwloc_bitmap_and(set, set, mine);
   hwloc_bitmap_free(mine);
+  if (rc != 0) {
+    hwloc_bitmap_free(set);
+    return NULL;
+  }
   return set;
+}
+
+/* Loaded topologies, by source, never destroyed (pools share them; a
+ * handful per process at most). Under topo_lock, which the fork handlers
+ * take too. */
+typedef struct topo_entry {
+  struct topo_entry *next;
+  hwloc_topology_t t;
+  char key[];
+} topo_entry;
+static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
+static topo_entry *topologies;
+
+static hwloc_topology_t load_topology(void) {
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return NULL;
+  if (hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE) != 0 ||
+      hwloc_topology_load(t) != 0) {
+    hwloc_topology_destroy(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* The topology for the current environment: loaded on first use, then
+ * shared. NULL when it cannot be loaded (the caller plans portably). */
+static hwloc_topology_t shared_topology(void) {
+  const char *env[] = {getenv("HWLOC_SYNTHETIC"), getenv("HWLOC_XMLFILE"),
+                       getenv("HWLOC_THISSYSTEM")};
+  size_t len = 0;
+  for (int i = 0; i < 3; i++) len += (env[i] ? strlen(env[i]) : 0) + 2;
+  topo_entry *e = malloc(sizeof(*e) + len + 1);
+  if (!e) return NULL;
+  char *k = e->key;
+  for (int i = 0; i < 3; i++) {
+    size_t n = env[i] ? strlen(env[i]) : 0;
+    *k++ = env[i] ? '=' : '-'; /* unset and empty differ */
+    memcpy(k, env[i] ? env[i] : "", n);
+    k += n;
+    *k++ = '\n';
+  }
+  *k = 0;
+  hwloc_topology_t t = NULL;
+  pthread_mutex_lock(&topo_lock);
+  for (topo_entry *x = topologies; x; x = x->next)
+    if (!strcmp(x->key, e->key)) t = x->t;
+  if (!t && (t = load_topology()) != NULL) {
+    e->t = t;
+    e->next = topologies;
+    topologies = e;
+    e = NULL;
+  }
+  pthread_mutex_unlock(&topo_lock);
+  free(e);
+  return t;
 }
 
 /* 0 when threads can be bound on this machine; else why not. */
@@ -309,14 +385,9 @@ static int hw_can_bind(hwloc_topology_t t) {
 
 /* 0 planned, ENOMEM/ENOTSUP, or -1: no topology, plan portably instead. */
 static int hw_plan(struct pool *p, struct ws_placement *pl) {
-  hwloc_topology_t t;
-  if (hwloc_topology_init(&t) != 0) return -1;
-  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
-  if (hwloc_topology_load(t) != 0) {
-    hwloc_topology_destroy(t);
-    return -1;
-  }
-  pl->topo = t; /* destroyed by ws_placement_free() from here on */
+  hwloc_topology_t t = shared_topology();
+  if (!t) return -1;
+  pl->topo = t;
   bool here = hwloc_topology_is_thissystem(t);
   if (here) {
     int err = hw_can_bind(t);
@@ -441,6 +512,17 @@ static void report(struct pool *p, const struct ws_placement *pl) {
   }
 }
 
+void ws_placement_atfork(int phase) {
+#ifdef WS_HAVE_HWLOC
+  if (phase == 0)
+    pthread_mutex_lock(&topo_lock);
+  else
+    pthread_mutex_unlock(&topo_lock);
+#else
+  (void)phase;
+#endif
+}
+
 int ws_placement_plan(struct pool *p) {
   struct ws_placement *pl = calloc(1, sizeof(*pl));
   p->placement = pl;
@@ -451,9 +533,9 @@ int ws_placement_plan(struct pool *p) {
     rc = -1;
 #ifdef WS_HAVE_HWLOC
     rc = hw_plan(p, pl);
-    if (rc < 0 && pl->topo) {
-      hwloc_topology_destroy(pl->topo);
+    if (rc < 0) {
       pl->topo = NULL;
+      pl->hw_mem = false;
     }
 #endif
     if (rc < 0) rc = portable_plan(p, pl);
@@ -497,17 +579,10 @@ int ws_placement_bind(struct pool *p, ws_worker *w) {
   const struct ws_placement *pl = p->placement;
   if (!pl || !pl->slots || w->cpu < 0) return 0;
   if (!pl->bind) return 0; /* a preview of another machine */
-#ifdef WS_HAVE_HWLOC
-  if (pl->topo) {
-    hwloc_bitmap_t one = hwloc_bitmap_alloc();
-    if (!one) return ENOMEM;
-    hwloc_bitmap_only(one, (unsigned)w->cpu);
-    int rc = 0;
-    if (hwloc_set_thread_cpubind(pl->topo, w->thread, one, 0) != 0) rc = errno ? errno : ENOSYS;
-    hwloc_bitmap_free(one);
-    return rc;
-  }
-#endif
+  /* Always sched_setaffinity, also with a topology: that is what hwloc
+   * does on Linux, but hwloc 2.9 does not check its own CPU_ALLOC there
+   * and crashes when that allocation fails. PU OS indexes are CPU
+   * numbers. */
   size_t size = CPU_ALLOC_SIZE((size_t)w->cpu + 1);
   cpu_set_t *one = CPU_ALLOC((size_t)w->cpu + 1);
   if (!one) return ENOMEM;
@@ -521,10 +596,7 @@ int ws_placement_bind(struct pool *p, ws_worker *w) {
 void ws_placement_free(struct pool *p) {
   struct ws_placement *pl = p->placement;
   if (!pl) return;
-#ifdef WS_HAVE_HWLOC
-  if (pl->topo) hwloc_topology_destroy(pl->topo);
-#endif
-  free(pl->slots);
+  free(pl->slots); /* the topology is shared: it stays */
   free(pl);
   p->placement = NULL;
 }

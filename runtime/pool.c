@@ -20,9 +20,25 @@ enum {
   PRIV_INITIAL = 256
 };
 
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-static struct pool *default_pool;
-static int default_err;
+unsigned ws_fork_gen;
+
+/* Process-wide state, each under its own lock; the fork handlers take them
+ * all, in this order (which every other path keeps too: a default pool is
+ * created under default_lock and takes the others inside):
+ *   default_lock   the default pool, its creation and retries
+ *   global_lock    the free list of destroyed pools' structs, and whether
+ *                  the fork handlers are registered
+ *   then placement's topology lock, the trace lock (their files) and, in
+ *   the portable futex fallback, its bucket locks (sleep.c). */
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set once created, with release (under default_lock); read with acquire
+ * on the fast path. Reset in a forked child. */
+static ws_ptr default_pool; /* struct pool * */
+/* Default pools inherited across fork(): dead here, kept reachable. */
+static struct pool *default_orphans;
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pool *free_pools;
+static bool atfork_registered;
 
 static void free_worker(struct pool *p, ws_worker *w) {
   if (!w) return;
@@ -33,14 +49,47 @@ static void free_worker(struct pool *p, ws_worker *w) {
   ws_placement_dealloc(p, w->mem, w->mem_size);
 }
 
-static void free_pool(struct pool *p) {
+/* A pool's struct goes back on the free list, never to malloc: a call that
+ * reaches the gate after its pool was destroyed finds it closed. Called with
+ * everything the struct pointed to freed. */
+static void recycle_pool(struct pool *p) {
+  pthread_mutex_lock(&global_lock);
+  p->next_free = free_pools;
+  free_pools = p;
+  pthread_mutex_unlock(&global_lock);
+}
+
+/* A struct for a new pool: reused from the free list or allocated; every
+ * field but the gate zeroed, the gate closed (pool_create opens it last). */
+static struct pool *new_pool_struct(void) {
+  pthread_mutex_lock(&global_lock);
+  struct pool *p = free_pools;
+  if (p) free_pools = p->next_free;
+  pthread_mutex_unlock(&global_lock);
+  if (!p) {
+    if (posix_memalign((void **)&p, WS_CACHELINE, sizeof(*p)) != 0) return NULL;
+    memset(p, 0, sizeof(*p));
+    ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+    return p;
+  }
+  /* A reused struct: a late caller of its old pool may be counting itself
+   * in and out of the gate right now (it sees CLOSED and leaves), so the
+   * gate word and the fork generation it reads first are left alone. */
+  memset((char *)p + offsetof(struct pool, next_free), 0,
+         sizeof(*p) - offsetof(struct pool, next_free));
+  return p;
+}
+
+/* Free what the pool owns. `forked`: a pool inherited across fork(), whose
+ * threads and locks belong to the parent (nothing is joined or unlocked). */
+static void free_pool(struct pool *p, bool forked) {
   if (p->workers) {
     for (unsigned i = 0; i < p->nthreads; i++) free_worker(p, p->workers[i]);
     free(p->workers);
   }
   ws_placement_free(p);
-  ws_gqueue_destroy(&p->gq);
-  free(p);
+  ws_gqueue_destroy(&p->gq, !forked);
+  recycle_pool(p);
 }
 
 /* One allocation per worker, on its NUMA node (ws_placement_alloc): the
@@ -104,14 +153,18 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (cfg.stack_size == 0) cfg.stack_size = DEFAULT_STACK;
   if (cfg.stack_size < (size_t)PTHREAD_STACK_MIN) cfg.stack_size = (size_t)PTHREAD_STACK_MIN;
 
-  struct pool *p;
-  if (posix_memalign((void **)&p, WS_CACHELINE, sizeof(*p)) != 0) return ENOMEM;
-  memset(p, 0, sizeof(*p));
+  int rc = ws_fork_setup();
+  if (rc) return rc;
+  struct pool *p = new_pool_struct();
+  if (!p) return ENOMEM;
+  /* Written only when it changes (a struct made before a fork): a late
+   * caller of the struct's previous pool may be reading it. */
+  if (p->fork_gen != ws_fork_gen) p->fork_gen = ws_fork_gen;
   p->cfg = cfg;
   p->nthreads = cfg.threads;
-  int rc = ws_gqueue_init(&p->gq);
+  rc = ws_gqueue_init(&p->gq);
   if (rc) {
-    free(p);
+    recycle_pool(p);
     return rc;
   }
   ws_sleep_init(&p->sleep);
@@ -122,23 +175,23 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
 
   p->workers = calloc(p->nthreads, sizeof(ws_worker *));
   if (!p->workers) {
-    free_pool(p);
+    free_pool(p, false);
     return ENOMEM;
   }
   rc = ws_placement_plan(p);
   if (rc) {
-    free_pool(p);
+    free_pool(p, false);
     return rc;
   }
   for (unsigned i = 0; i < p->nthreads; i++) {
     if ((rc = new_worker(p, i)) != 0) {
-      free_pool(p);
+      free_pool(p, false);
       return rc;
     }
   }
   for (unsigned i = 0; i < p->nthreads; i++)
     if ((rc = ws_placement_worker(p, p->workers[i])) != 0) {
-      free_pool(p);
+      free_pool(p, false);
       return rc;
     }
 
@@ -147,7 +200,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   pthread_attr_t attr;
   if ((rc = pthread_attr_init(&attr)) != 0) {
     ws_trace_pool_destroyed(p);
-    free_pool(p);
+    free_pool(p, false);
     return rc == ENOMEM ? ENOMEM : EAGAIN;
   }
   pthread_attr_setstacksize(&attr, cfg.stack_size);
@@ -175,59 +228,206 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
     pthread_attr_destroy(&attr);
     stop_workers(p);
     ws_trace_pool_destroyed(p);
-    free_pool(p);
+    free_pool(p, false);
     return rc;
   }
   pthread_attr_destroy(&attr);
+  /* Open the gate: remove CLOSED, keeping whatever late callers of the
+   * struct's previous pool are counted (each leaves on its own). Release:
+   * nothing to publish through the gate (callers get the pool through
+   * *out), but it keeps every write above before the first entry. */
+  ws_u32_fetch_add(&p->gate, (uint32_t)0 - WS_GATE_CLOSED, ws_release);
   *out = p;
   return 0;
 }
 
+/* Entry accounting (docs/design.md, 10.1 "The entry gate").
+ *
+ * Every outside call that touches a pool's memory beyond the gate word is
+ * counted in the gate for that whole time; destroy sets CLOSED and frees
+ * nothing until the count is back to zero. The gate's RMWs are totally
+ * ordered, so an entry either comes before destroy's close (destroy then
+ * waits for its leave) or after it (it sees CLOSED and touches nothing
+ * else). The struct holding the gate is never freed (see struct pool). */
+int ws_enter(struct pool *p) {
+  if (ws_pool_forked(p)) return EOWNERDEAD;
+  /* Relaxed is enough for the decision (one location: its RMWs are totally
+   * ordered); acquire only orders this caller's later reads of the pool
+   * after pool_create's release that opened the gate. */
+  uint32_t v = ws_u32_fetch_add(&p->gate, 1, ws_acquire);
+  if (v & WS_GATE_CLOSED) {
+    ws_leave(p);
+    return ESHUTDOWN;
+  }
+  return 0;
+}
+
+int ws_enter_any(struct pool *p) {
+  if (ws_pool_forked(p)) return EOWNERDEAD;
+  ws_u32_fetch_add(&p->gate, 1, ws_acquire); /* as in ws_enter */
+  return 0;
+}
+
+void ws_leave(struct pool *p) {
+  /* Release: everything this caller did to the pool happens before
+   * destroy's acquire load that sees the count at zero. */
+  uint32_t v = ws_u32_fetch_add(&p->gate, (uint32_t)-1, ws_release);
+  WS_ASSERT((v & ~WS_GATE_CLOSED) != 0);
+  /* The last one out of a closed pool wakes destroy. The word outlives the
+   * pool, so touching it after the decrement is safe. */
+  if (v == (WS_GATE_CLOSED | 1)) ws_futex_wake(&p->gate, INT_MAX);
+}
+
+/* A pool inherited across fork(): its threads do not exist here and its
+ * locks may be held by the parent's. Free the memory, join nothing. */
+static void destroy_forked(struct pool *p) {
+  /* Closed, as a reused struct must be. Callers of it here return
+   * EOWNERDEAD before they touch the gate; the parent's are not here. */
+  ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+  ws_trace_pool_destroyed(p);
+  free_pool(p, true);
+}
+
 int pool_destroy(pool_t *pool) {
   ws_worker *self = ws_self();
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int err;
+  struct pool *p = ws_resolve_err(pool, &err);
+  if (!p) return err;
   if (self && self->pool == p) return EDEADLK;
   if (p->is_default) return EINVAL;
+  if (ws_pool_forked(p)) {
+    destroy_forked(p);
+    return 0;
+  }
+  /* Close the gate. acq_rel: acquire pairs with the release of every
+   * leave before this point; the count this RMW leaves behind is what we
+   * wait for. A second, concurrent destroy finds it closed. */
+  uint32_t v = ws_u32_load(&p->gate, ws_relaxed);
+  do {
+    if (v & WS_GATE_CLOSED) return ESHUTDOWN;
+  } while (!ws_u32_cas(&p->gate, &v, v | WS_GATE_CLOSED, ws_acq_rel));
   ws_gqueue_close(&p->gq);
   /* Drain: tasks submitted before the close, and whatever they submit from
    * inside the pool meanwhile (pending only reaches 0 when none is left). */
   ws_block_until_zero(p, &p->pending);
   stop_workers(p);
-  /* Every task has run now, so every outside thread blocked on this pool
-   * (pool_sync, pool_group_wait, parallel_for, wait_idle) has its condition
-   * met. Wake them and wait until the last has left the pool's event: it
-   * lives in the memory we are about to free. */
-  while (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
-    ws_u32_fetch_add(&p->ext.epoch, 1, ws_seq_cst);
-    ws_futex_wake(&p->ext.epoch, INT_MAX);
-    sched_yield();
+  WS_ASSERT(ws_i64_load(&p->pending, ws_acquire) == 0);
+  WS_ASSERT(ws_gqueue_maybe_nonempty(&p->gq) == false);
+  /* Every task has run now, so every outside caller still inside the pool
+   * (blocked in pool_sync, pool_group_wait, parallel_for, wait_idle, or
+   * between its push and its notify) has its condition met. Kick the
+   * pool's event for any blocked one, then wait until the last has left. */
+  for (;;) {
+    /* Acquire: the leaves' releases; what they did is done before we free. */
+    v = ws_u32_load(&p->gate, ws_acquire);
+    if (v == WS_GATE_CLOSED) break;
+    if (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
+      ws_u32_fetch_add(&p->ext.epoch, 1, ws_seq_cst);
+      ws_futex_wake(&p->ext.epoch, INT_MAX);
+      sched_yield();
+    } else {
+      ws_futex_wait(&p->gate, v);
+    }
   }
   ws_stats_report(p);
   ws_trace_pool_destroyed(p);
-  free_pool(p);
+  free_pool(p, false);
   return 0;
 }
 
-static void default_create(void) {
-  struct pool *p;
-  default_err = pool_create(&p, NULL);
-  if (default_err == 0) {
-    p->is_default = true;
-    default_pool = p;
+/* The default pool: created on first use; a failed creation is retried by
+ * the next call, and every call meanwhile reports its own attempt's error. */
+static struct pool *default_get(int *err) {
+  /* Acquire: pairs with the release store below; the pool is complete. */
+  struct pool *p = ws_ptr_load(&default_pool, ws_acquire);
+  if (p) return p;
+  pthread_mutex_lock(&default_lock);
+  p = ws_ptr_load(&default_pool, ws_relaxed);
+  int rc = 0;
+  if (!p) {
+    rc = pool_create(&p, NULL);
+    if (rc == 0) {
+      p->is_default = true;
+      ws_ptr_store(&default_pool, p, ws_release);
+    } else {
+      p = NULL;
+    }
   }
+  pthread_mutex_unlock(&default_lock);
+  *err = rc;
+  return p;
 }
 
 pool_t *pool_default(void) {
-  pthread_once(&default_once, default_create);
-  return default_pool;
+  int err;
+  return default_get(&err);
 }
 
-struct pool *ws_resolve(struct pool *p) {
+struct pool *ws_resolve_err(struct pool *p, int *err) {
+  *err = EINVAL;
   if (p) return p;
   ws_worker *w = ws_self();
   if (w) return w->pool;
-  return pool_default();
+  return default_get(err);
+}
+
+struct pool *ws_resolve(struct pool *p) {
+  int err;
+  return ws_resolve_err(p, &err);
+}
+
+/* fork(): the handlers take every process-wide lock, so the child gets
+ * none held by a thread it does not have; the child then marks every pool
+ * as the parent's (ws_fork_gen), forgets the default pool (the next use
+ * makes a fresh one) and stops being a worker if the forking thread was
+ * one. */
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&default_lock);
+  pthread_mutex_lock(&global_lock);
+  ws_placement_atfork(0);
+  ws_trace_atfork(0);
+  ws_futex_atfork(0);
+}
+
+static void atfork_parent(void) {
+  ws_futex_atfork(1);
+  ws_trace_atfork(1);
+  ws_placement_atfork(1);
+  pthread_mutex_unlock(&global_lock);
+  pthread_mutex_unlock(&default_lock);
+}
+
+static void atfork_child(void) {
+  ws_fork_gen++;
+  if (ws_self()) ws_set_self(NULL);
+  struct pool *d = ws_ptr_load(&default_pool, ws_relaxed);
+  if (d) {
+    d->next_free = default_orphans;
+    default_orphans = d;
+    ws_ptr_store(&default_pool, NULL, ws_relaxed);
+  }
+  /* Late callers counted in a free struct's gate were threads of the
+   * parent: none is here to leave. */
+  for (struct pool *p = free_pools; p; p = p->next_free)
+    ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+  ws_futex_atfork(2);
+  ws_trace_atfork(2);
+  ws_placement_atfork(2);
+  pthread_mutex_unlock(&global_lock);
+  pthread_mutex_unlock(&default_lock);
+}
+
+int ws_fork_setup(void) {
+  int rc = 0;
+  pthread_mutex_lock(&global_lock);
+  if (!atfork_registered) {
+    if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
+      atfork_registered = true;
+    else
+      rc = ENOMEM;
+  }
+  pthread_mutex_unlock(&global_lock);
+  return rc;
 }
 
 pool_t *pool_current(void) {
@@ -242,7 +442,8 @@ int pool_worker_id(void) {
 
 unsigned pool_threads(const pool_t *pool) {
   struct pool *p = ws_resolve((struct pool *)pool);
-  return p ? p->nthreads : 0;
+  /* nthreads lives in the struct, which is never freed: no gate needed. */
+  return p && !ws_pool_forked(p) ? p->nthreads : 0;
 }
 
 /* A pool_submit task as a schedulable node: how a submission from inside
@@ -280,14 +481,18 @@ ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg) {
 
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
   if (!fn) return EINVAL;
-  struct pool *p = ws_resolve(pool);
-  if (!p) return default_err ? default_err : EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   ws_worker *w = ws_self();
+  bool inside = w && w->pool == p;
+  /* From outside, the whole call is inside the gate: the push, the notify
+   * and a refused push's decrement all touch the pool. */
+  if (!inside && (rc = ws_enter(p)) != 0) return rc;
   /* Relaxed: whoever runs the task got it through a deque or the queue lock,
    * so this increment happens before that task's decrement. */
   ws_i64_fetch_add(&p->pending, 1, ws_relaxed);
-  int rc;
-  if (w && w->pool == p) {
+  if (inside) {
     ws_task *t = ws_submit_task(w, fn, arg);
     if (!t) {
       rc = ENOMEM;
@@ -300,6 +505,7 @@ int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
     if (rc == 0) ws_sleep_notify(&p->sleep);
   }
   if (rc) ws_pending_done(p);
+  if (!inside) ws_leave(p);
   return rc;
 }
 
@@ -311,17 +517,18 @@ int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed) {
 }
 
 int pool_wait_idle(pool_t *pool) {
-  struct pool *p = ws_resolve(pool);
-  if (!p) return EINVAL;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
   ws_worker *w = ws_self();
   if (w && w->pool == p) return EDEADLK;
+  if ((rc = ws_enter(p)) != 0) return rc;
   ws_block_until_zero(p, &p->pending);
+  ws_leave(p);
   return 0;
 }
 
-int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out) {
-  struct pool *p = ws_resolve((struct pool *)pool);
-  if (!p || !out || worker >= p->nthreads) return EINVAL;
+void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out) {
   ws_stats *s = &p->workers[worker]->stats;
   out->tasks = ws_u64_load(&s->tasks, ws_relaxed);
   out->local_pops = ws_u64_load(&s->local_pops, ws_relaxed);
@@ -330,13 +537,30 @@ int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *
   out->steals_remote = ws_u64_load(&s->steals_remote, ws_relaxed);
   out->steal_failures = ws_u64_load(&s->steal_failures, ws_relaxed);
   out->sleeps = ws_u64_load(&s->sleeps, ws_relaxed);
+}
+
+int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out) {
+  int rc;
+  struct pool *p = ws_resolve_err((struct pool *)pool, &rc);
+  if (!p) return rc;
+  if (!out || worker >= p->nthreads) return EINVAL;
+  ws_worker *w = ws_self();
+  bool inside = w && w->pool == p;
+  if (!inside && (rc = ws_enter(p)) != 0) return rc;
+  ws_read_stats(p, worker, out);
+  if (!inside) ws_leave(p);
   return 0;
 }
 
 int pool_worker_cpu(const pool_t *pool, unsigned worker) {
   struct pool *p = ws_resolve((struct pool *)pool);
   if (!p || worker >= p->nthreads) return -1;
-  return p->workers[worker]->cpu;
+  ws_worker *w = ws_self();
+  bool inside = w && w->pool == p;
+  if (!inside && ws_enter(p) != 0) return -1;
+  int cpu = p->workers[worker]->cpu;
+  if (!inside) ws_leave(p);
+  return cpu;
 }
 
 const char *pool_strerror(int err) {
@@ -349,6 +573,7 @@ const char *pool_strerror(int err) {
   case EDEADLK: return "would deadlock: called from one of the pool's own workers";
   case ENOTSUP: return "worker binding is not supported here";
   case EBUSY: return "resource busy";
+  case EOWNERDEAD: return "the pool belongs to the parent process (inherited across fork)";
   default: return "unknown error";
   }
 }

@@ -19,6 +19,8 @@ void ws_futex_wake(ws_u32 *word, int n) {
   syscall(SYS_futex, ws_u32_addr(word), FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+void ws_futex_atfork(int phase) { (void)phase; /* no lock of ours */ }
+
 #else
 #include <pthread.h>
 #include <stdint.h>
@@ -53,6 +55,25 @@ void ws_futex_wait(ws_u32 *word, uint32_t expected) {
   pthread_mutex_lock(&b->m);
   if (ws_u32_load(word, ws_seq_cst) == expected) pthread_cond_wait(&b->c, &b->m);
   pthread_mutex_unlock(&b->m);
+}
+
+/* fork(): a bucket lock held by another thread would stay held in the
+ * child, so all are taken around the fork (pool.c's handlers). The child
+ * makes them and the condition variables anew: a condition variable keeps
+ * the parent's waiters in its state, and a broadcast in the child would
+ * wait for them to leave. */
+void ws_futex_atfork(int phase) {
+  pthread_once(&buckets_once, buckets_init);
+  for (int i = 0; i < NBUCKETS; i++) {
+    if (phase == 0) {
+      pthread_mutex_lock(&buckets[i].m);
+    } else if (phase == 1) {
+      pthread_mutex_unlock(&buckets[NBUCKETS - 1 - i].m);
+    } else {
+      pthread_mutex_init(&buckets[i].m, NULL);
+      pthread_cond_init(&buckets[i].c, NULL);
+    }
+  }
 }
 
 void ws_futex_wake(ws_u32 *word, int n) {

@@ -33,6 +33,8 @@
  * tolerate a wake on an address nobody waits on any more. */
 void ws_futex_wait(ws_u32 *word, uint32_t expected);
 void ws_futex_wake(ws_u32 *word, int n);
+/* Fork handler (pool.c): 0 before fork(), 1 parent / 2 child after. */
+void ws_futex_atfork(int phase);
 
 typedef struct ws_sleep {
   WS_ALIGNED ws_u32 epoch; /* the futex word */

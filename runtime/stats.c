@@ -14,7 +14,7 @@ void ws_stats_report(struct pool *p) {
           "local", "global", "steals", "remote", "failed", "sleeps");
   for (unsigned i = 0; i < p->nthreads; i++) {
     pool_worker_stats_t s;
-    if (pool_worker_stats(p, i, &s) != 0) continue;
+    ws_read_stats(p, i, &s);
     fprintf(stderr,
             "%6u %5d %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64
             " %12" PRIu64 " %10" PRIu64 "\n",

@@ -146,9 +146,27 @@ static void trace_init(void) {
     return;
   }
   fputs("[", f);
+  /* Flushed, as after every write: a fork()ed child's copy of the stream
+   * then holds no buffered bytes it would write again at its exit. */
+  fflush(f);
   trace_epoch = mono_ns();
   trace_file = f;
   atexit(trace_at_exit);
+}
+
+void ws_trace_atfork(int phase) {
+  if (phase == 0) {
+    pthread_mutex_lock(&trace_lock);
+    return;
+  }
+  if (phase == 2) {
+    /* The file and the pools in it are the parent's: the child traces
+     * nothing (its pools get no buffers) and writes nothing at exit. The
+     * stream's buffer is empty (every write is flushed under the lock). */
+    trace_file = NULL;
+    nlive = 0;
+  }
+  pthread_mutex_unlock(&trace_lock);
 }
 
 void ws_trace_pool_created(struct pool *p) {

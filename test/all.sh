@@ -5,6 +5,7 @@
 #   tsan     ThreadSanitizer
 #   asan     AddressSanitizer + UndefinedBehaviorSanitizer
 #   ao       the libatomic_ops backend, -Dwerror=true
+#   debug    -Ddebug_checks=true: every misuse the header names is reported
 # Ends with one line "N passed, N failed, N skipped" and exits non-zero on any
 # failure (a build that fails counts as one failure).
 # WSPOOL_CONFIGS="release tsan" runs a subset; WSPOOL_STRESS=N lengthens the
@@ -13,7 +14,7 @@ set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
 mkdir -p "$root/build-test"
-configs=${WSPOOL_CONFIGS:-"release tsan asan ao"}
+configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug"}
 passed=0 failed=0 skipped=0
 
 opts_for() {
@@ -22,6 +23,7 @@ opts_for() {
   tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
   asan) echo "-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dpeers=disabled" ;;
   ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dpeers=disabled" ;;
+  debug) echo "-Dbuildtype=debugoptimized -Dwerror=true -Ddebug_checks=true -Dpeers=disabled" ;;
   *) return 1 ;;
   esac
 }

@@ -25,6 +25,7 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "wspool_test_config.h"
 
 static atomic_int runs;
 static void count(void *p) {
@@ -203,6 +204,9 @@ static void stale_images(pool_t *pool) {
 }
 
 int main(void) {
+  /* A debug_checks build reports each of these misuses and aborts; that is
+   * checked by test/core/debug_checks.c. */
+  if (WSPOOL_TEST_DEBUG_CHECKS) return 77;
   check_watchdog(60);
   pool_config_t cfg;
   pool_config_default(&cfg);

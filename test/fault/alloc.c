@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/* Allocation failure at every point (include/wspool.h, "Faults and
+ * fork()"), injected with fault.h's malloc interposer, which sees the
+ * library's allocations, hwloc's and the C library's.
+ *
+ * For each scenario and every k = 1, 2, ... the k-th allocation after the
+ * scenario starts fails (in whatever thread makes it), until a run in which
+ * no k-th allocation happened. Each run checks:
+ *  - every return is success or a documented code (ENOMEM; EAGAIN for
+ *    pool_create, whose threads may fail to start when the C library
+ *    cannot allocate for them);
+ *  - accepted work ran exactly once, refused work never;
+ *  - nothing leaked: the count of live allocations is back to what it was
+ *    (the pool is created and destroyed inside each run);
+ *  - nothing hangs (watchdog).
+ * Scenarios: pool_create unbound and POOL_BIND_CORE (after one bound create
+ * loaded the process's topology: later creates never enter hwloc's loader;
+ * see the header), outside and inside pool_submit, pool_spawn from outside
+ * and inside (more frames than the private array and the deque start with),
+ * groups from outside and inside, pool_parallel_for from outside and inside,
+ * pool_parallel_reduce. WSPOOL_STRESS repeats the whole sweep.
+ * Skipped (77) under sanitizers (fault.h). */
+#include "fault.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <wspool.h>
+
+#include "../core/core_util.h"
+#include "check.h"
+
+#if FAULT_AVAILABLE
+enum { N = 600 }; /* more than the queue, deque and frame arrays start with */
+
+static atomic_uint *flags;
+static pool_t *pool;
+static int bound;
+
+static void mark(void *arg) { atomic_fetch_add(&flags[(uintptr_t)arg], 1); }
+
+/* Each accepted index ran once, each refused one never. */
+static void check_marks(const char *accepted, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned v = atomic_load(&flags[i]);
+    if (v != (accepted[i] ? 1u : 0u)) {
+      fprintf(stderr, "task %zu (accepted %d) ran %u times\n", i, accepted[i], v);
+      CHECK(0);
+    }
+  }
+}
+
+static void reset_marks(void) {
+  for (size_t i = 0; i < N; i++) atomic_store(&flags[i], 0);
+}
+
+static void ok_or(int rc, int a, int b) {
+  if (rc != 0 && rc != a && rc != b) {
+    fprintf(stderr, "unexpected %d (%s)\n", rc, pool_strerror(rc));
+    CHECK(0);
+  }
+}
+
+static pool_t *make_pool(void) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 2;
+  cfg.bind = bound ? POOL_BIND_CORE : POOL_BIND_NONE;
+  pool_t *p = NULL;
+  CHECK_OK(pool_create(&p, &cfg));
+  return p;
+}
+
+/* ---- scenarios: each returns with the pool destroyed ------------------- */
+
+static void sc_create(void) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 3;
+  cfg.bind = bound ? POOL_BIND_CORE : POOL_BIND_NONE;
+  pool_t *p = (pool_t *)&p;
+  int rc = pool_create(&p, &cfg);
+  fault_alloc_arm(0);
+  ok_or(rc, ENOMEM, EAGAIN);
+  if (rc) {
+    CHECK(p == (pool_t *)&p);
+    return;
+  }
+  reset_marks();
+  CHECK_OK(pool_submit(p, mark, (void *)0));
+  CHECK_OK(pool_destroy(p));
+  CHECK_EQ(atomic_load(&flags[0]), 1);
+}
+
+static atomic_int hold; /* keeps the first task busy so the queue fills */
+
+static void holder(void *arg) {
+  (void)arg;
+  while (atomic_load(&hold)) sched_yield();
+}
+
+static char accepted[N];
+
+static void sc_submit_outside(void) {
+  reset_marks();
+  atomic_store(&hold, 1);
+  pool_t *p = pool;
+  int first = pool_submit(p, holder, NULL);
+  ok_or(first, ENOMEM, 0);
+  for (size_t i = 0; i < N; i++) {
+    int rc = pool_submit(p, mark, (void *)(uintptr_t)i);
+    ok_or(rc, ENOMEM, 0);
+    accepted[i] = rc == 0;
+  }
+  atomic_store(&hold, 0);
+  CHECK_OK(pool_wait_idle(p));
+  fault_alloc_arm(0);
+  check_marks(accepted, N);
+}
+
+static void inside_submitter(void *arg) {
+  (void)arg;
+  for (size_t i = 0; i < N; i++) {
+    int rc = pool_submit(NULL, mark, (void *)(uintptr_t)i);
+    ok_or(rc, ENOMEM, 0);
+    accepted[i] = rc == 0;
+  }
+}
+
+static void sc_submit_inside(void) {
+  reset_marks();
+  memset(accepted, 0, sizeof accepted);
+  int rc = pool_submit(pool, inside_submitter, NULL);
+  ok_or(rc, ENOMEM, 0);
+  CHECK_OK(pool_wait_idle(pool));
+  fault_alloc_arm(0);
+  if (rc == 0) check_marks(accepted, N);
+}
+
+static pool_task_t frames[N];
+
+static void spawn_all(void) {
+  for (size_t i = 0; i < N; i++) {
+    int rc = pool_spawn(pool_current() ? NULL : pool, &frames[i], mark, (void *)(uintptr_t)i);
+    ok_or(rc, ENOMEM, 0);
+    accepted[i] = rc == 0;
+  }
+  for (size_t i = N; i-- > 0;)
+    if (accepted[i]) CHECK_OK(pool_sync(&frames[i]));
+}
+
+static void spawner(void *arg) {
+  (void)arg;
+  spawn_all();
+}
+
+static void sc_spawn_outside(void) {
+  reset_marks();
+  spawn_all();
+  fault_alloc_arm(0);
+  check_marks(accepted, N);
+}
+
+static void sc_spawn_inside(void) {
+  reset_marks();
+  memset(accepted, 0, sizeof accepted);
+  int rc = pool_submit(pool, spawner, NULL);
+  ok_or(rc, ENOMEM, 0);
+  CHECK_OK(pool_wait_idle(pool));
+  fault_alloc_arm(0);
+  if (rc == 0) check_marks(accepted, N);
+}
+
+static void group_all(void) {
+  pool_group_t g;
+  CHECK_OK(pool_group_init(&g, pool));
+  for (size_t i = 0; i < N; i++) {
+    int rc = pool_group_spawn(&g, mark, (void *)(uintptr_t)i);
+    ok_or(rc, ENOMEM, 0);
+    accepted[i] = rc == 0;
+  }
+  CHECK_OK(pool_group_wait(&g));
+}
+
+static void grouper(void *arg) {
+  (void)arg;
+  group_all();
+}
+
+static void sc_group_outside(void) {
+  reset_marks();
+  group_all();
+  fault_alloc_arm(0);
+  check_marks(accepted, N);
+}
+
+static void sc_group_inside(void) {
+  reset_marks();
+  memset(accepted, 0, sizeof accepted);
+  int rc = pool_submit(pool, grouper, NULL);
+  ok_or(rc, ENOMEM, 0);
+  CHECK_OK(pool_wait_idle(pool));
+  fault_alloc_arm(0);
+  if (rc == 0) check_marks(accepted, N);
+}
+
+static void range_mark(size_t b, size_t e, void *ctx) {
+  (void)ctx;
+  for (size_t i = b; i < e; i++) atomic_fetch_add(&flags[i], 1);
+}
+
+static int parfor_rc;
+static void parfor_all(void) {
+  parfor_rc = pool_parallel_for(pool_current() ? NULL : pool, 0, N, 3, range_mark, NULL);
+  ok_or(parfor_rc, ENOMEM, 0);
+}
+static void parforer(void *arg) {
+  (void)arg;
+  parfor_all();
+}
+
+static void sc_parfor_outside(void) {
+  reset_marks();
+  parfor_all();
+  fault_alloc_arm(0);
+  memset(accepted, parfor_rc == 0, sizeof accepted);
+  check_marks(accepted, N);
+}
+
+static void sc_parfor_inside(void) {
+  reset_marks();
+  parfor_rc = -1;
+  int rc = pool_submit(pool, parforer, NULL);
+  ok_or(rc, ENOMEM, 0);
+  CHECK_OK(pool_wait_idle(pool));
+  fault_alloc_arm(0);
+  memset(accepted, rc == 0 && parfor_rc == 0, sizeof accepted);
+  check_marks(accepted, N);
+}
+
+static void red_body(size_t b, size_t e, void *acc, void *ctx) {
+  (void)ctx;
+  for (size_t i = b; i < e; i++) *(uint64_t *)acc += i;
+}
+static void red_combine(void *into, const void *from, void *ctx) {
+  (void)ctx;
+  *(uint64_t *)into += *(const uint64_t *)from;
+}
+
+static void sc_reduce(void) {
+  uint64_t zero = 0, out = 1;
+  pool_reducer_t r = {sizeof(uint64_t), &zero, red_body, red_combine, NULL, 1};
+  int rc = pool_parallel_reduce(pool, 0, 10000, 0, &r, &out);
+  fault_alloc_arm(0);
+  ok_or(rc, ENOMEM, 0);
+  if (rc == 0) CHECK_EQ(out, (uint64_t)10000 * 9999 / 2);
+}
+
+typedef struct scenario {
+  const char *name;
+  void (*run)(void);
+  int needs_pool;
+  int bound;
+} scenario;
+
+static const scenario scenarios[] = {
+    {"create", sc_create, 0, 0},
+    {"create bound", sc_create, 0, 1},
+    {"submit outside", sc_submit_outside, 1, 0},
+    {"submit inside", sc_submit_inside, 1, 0},
+    {"spawn outside", sc_spawn_outside, 1, 0},
+    {"spawn inside", sc_spawn_inside, 1, 0},
+    {"group outside", sc_group_outside, 1, 0},
+    {"group inside", sc_group_inside, 1, 0},
+    {"parallel_for outside", sc_parfor_outside, 1, 0},
+    {"parallel_for inside", sc_parfor_inside, 1, 0},
+    {"parallel_for bound", sc_parfor_outside, 1, 1},
+    {"parallel_reduce", sc_reduce, 1, 0},
+};
+
+/* One run with the k-th allocation failing; returns whether it did. */
+static int check_leaks;
+
+static int run_once(const scenario *s, long k) {
+  bound = s->bound;
+  long live = fault_live();
+  if (s->needs_pool) pool = make_pool();
+  fault_alloc_arm(k);
+  s->run();
+  fault_alloc_arm(0); /* (each scenario disarms before it checks) */
+  int hit = fault_alloc_failed();
+  if (s->needs_pool) CHECK_OK(pool_destroy(pool));
+  if (check_leaks && fault_live() != live) {
+    fprintf(stderr, "%s, allocation %ld failing: %ld allocations leaked\n", s->name, k,
+            fault_live() - live);
+    CHECK(0);
+  }
+  return hit;
+}
+#endif
+
+int main(void) {
+#if FAULT_AVAILABLE
+  check_watchdog(240);
+  flags = flags_alloc(N);
+  /* Warm up: the shared topology, the free list of pool structs, the C
+   * library's lazily made state (stdio, thread stacks). */
+  for (int w = 0; w < 2; w++)
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) run_once(&scenarios[i], 0);
+  check_leaks = 1;
+  unsigned long rounds = check_iters(1);
+  for (unsigned long r = 0; r < rounds; r++)
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+      long k = 1;
+      while (run_once(&scenarios[i], k)) k++;
+      if (r == 0) fprintf(stderr, "%-22s %ld allocation points\n", scenarios[i].name, k - 1);
+    }
+  free((void *)flags);
+  return 0;
+#else
+  return 77;
+#endif
+}

@@ -162,6 +162,7 @@ static void count_null(void *arg) {
 }
 
 static void edge_cases(void) {
+  atomic_store(&null_calls, 0);
   pool_t *p = make_pool(2);
   CHECK_OK(pool_submit_n(p, count_null, NULL, 0));
   CHECK_EQ(pool_submit_n(p, NULL, NULL, 5), EINVAL);

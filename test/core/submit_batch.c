@@ -16,7 +16,13 @@
  *    once) or refused with ESHUTDOWN (it never runs), and every producer
  *    has seen ESHUTDOWN before destroy returns. A gate task holds the
  *    drain open until every producer has stopped, so no call can start
- *    after destroy returned (that would be a use after free by contract).
+ *    after destroy returned (that would be a use after free by contract);
+ *  - a submitter that blocks: a task submits another from inside and then
+ *    spins (in user code, not helping) until that one ran, so only another
+ *    worker, possibly asleep or falling asleep, can run it. A lost wake-up
+ *    of the inside push hangs here (the watchdog fails the test): the
+ *    producer's side of the sleep protocol is only a compiler fence when
+ *    membarrier(2) is available (runtime/sleep.h).
  * Iterations scale with WSPOOL_STRESS. */
 #include <errno.h>
 #include <pthread.h>
@@ -264,6 +270,59 @@ static void destroy_racing_producers(unsigned workers, unsigned delay_ms) {
   CHECK_EQ(atomic_load(&nops_ran), nops);
 }
 
+/* ---- a submitter that blocks ------------------------------------------ */
+
+static atomic_uint child_ran;
+
+static void child(void *arg) {
+  (void)arg;
+  atomic_store(&child_ran, 1);
+}
+
+/* mode 0: submit at once; 1: as soon as the other worker counts a sleep
+ * (it is between its last look and futex_wait, the window a lost wake-up
+ * needs); 2: once it has slept for a millisecond. Odd cycles submit with
+ * pool_submit_n, even ones with pool_submit. */
+typedef struct parent_arg {
+  unsigned mode;
+  int batch;
+} parent_arg;
+
+static void blocking_parent(void *arg) {
+  parent_arg *a = arg;
+  pool_t *p = pool_current();
+  CHECK(p != NULL && pool_threads(p) == 2);
+  unsigned other = 1u - (unsigned)pool_worker_id();
+  if (a->mode) {
+    pool_worker_stats_t s0, s;
+    CHECK_OK(pool_worker_stats(p, other, &s0));
+    do {
+      sched_yield();
+      CHECK_OK(pool_worker_stats(p, other, &s));
+    } while (s.sleeps == s0.sleeps);
+    if (a->mode == 2) sleep_ms(1);
+  }
+  void *args[1] = {NULL};
+  if (a->batch)
+    CHECK_OK(pool_submit_n(NULL, child, args, 1));
+  else
+    CHECK_OK(pool_submit(NULL, child, NULL));
+  while (!atomic_load(&child_ran)) sched_yield();
+}
+
+static void blocking_submitter(void) {
+  pool_t *p = make_pool(2);
+  unsigned long cycles = check_iters(3000);
+  for (unsigned long c = 0; c < cycles; c++) {
+    parent_arg a = {(unsigned)(c % 3), (int)(c & 1)};
+    atomic_store(&child_ran, 0);
+    CHECK_OK(pool_submit(p, blocking_parent, &a));
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_EQ(atomic_load(&child_ran), 1);
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
 int main(void) {
   check_watchdog(240);
   unsigned long rounds = check_iters(1);
@@ -274,6 +333,7 @@ int main(void) {
       for (unsigned k = 0; k < 3; k++) outside_producers(workers[w], producers[k], 20000);
     for (unsigned w = 0; w < 3; w++) inside_batches(workers[w]);
     edge_cases();
+    blocking_submitter();
     for (unsigned w = 1; w <= 3; w++)
       for (unsigned d = 0; d < 3; d++) destroy_racing_producers(w, d);
   }

@@ -195,6 +195,25 @@ POOL_API pool_t *pool_current(void);
 POOL_API int pool_submit(pool_t *pool, pool_fn fn, void *arg);
 
 /**
+ * \brief Run `fn(args[i])` once for each `i < n` on the pool, fire-and-forget:
+ * pool_submit() for a batch, all or nothing.
+ *
+ * From outside the pool the batch costs one acquisition of the global
+ * queue's lock; from a worker of that pool the n tasks go on the worker's
+ * own deque, and thieves spread them. Either every task is accepted (and
+ * runs exactly once) or none is. \p args NULL runs `fn(NULL)` n times.
+ * \code
+ * void *items[64];
+ * for (int i = 0; i < 64; i++) items[i] = &work[i];
+ * int rc = pool_submit_n(pool, process, items, 64);
+ * \endcode
+ * \return 0 (also for n == 0); EINVAL for a NULL \p fn; ESHUTDOWN when the
+ *         pool is being destroyed and the caller is not one of its workers;
+ *         ENOMEM, with nothing submitted.
+ */
+POOL_API int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n);
+
+/**
  * \brief Wait until every task submitted so far with pool_submit(), and
  * everything those tasks submitted, has finished.
  * \return 0; EDEADLK when called from a worker of that pool; EINVAL when
@@ -228,11 +247,17 @@ typedef struct pool_worker_stats {
                                 is not counted: its function never runs, the
                                 caller does the work as a plain call */
   uint64_t local_pops;     /**< tasks taken from the worker's own deque */
-  uint64_t global_pops;    /**< tasks taken from the pool's global queue */
+  uint64_t global_pops;    /**< tasks run straight from the pool's global
+                                queue: the first of each batch the worker
+                                takes (the rest go on its deque and count as
+                                local pops or steals when they leave it) */
   uint64_t steals;         /**< tasks stolen from another worker */
   uint64_t steals_remote;  /**< of those, from a worker on another NUMA node */
   uint64_t steal_failures; /**< steal attempts that found nothing or lost a race */
   uint64_t sleeps;         /**< times the worker went to sleep */
+  uint64_t global_taken;   /**< entries the worker took off the global
+                                queue, whole batches: summed over the
+                                workers, every outside submission once */
 } pool_worker_stats_t;
 
 /**

@@ -44,6 +44,9 @@ _Static_assert(sizeof(AO_t) == 8, "the libatomic_ops backend needs a 64-bit AO_t
 static inline void ws_fence(ws_order o) {
   if (o != ws_relaxed) AO_nop_full();
 }
+/* Orders memory accesses for the compiler only (no instruction): the light
+ * half of an asymmetric fence pair (sleep.c). */
+static inline void ws_compiler_fence(void) { AO_compiler_barrier(); }
 
 static inline AO_t ws__ao_load(const volatile AO_t *p, ws_order o) {
   switch (o) {
@@ -160,6 +163,9 @@ static inline volatile uint32_t *ws_u32_addr(ws_u32 *a) { return (volatile uint3
 #else /* C11 */
 
 static inline void ws_fence(ws_order o) { atomic_thread_fence((memory_order)o); }
+/* Orders memory accesses for the compiler only (no instruction): the light
+ * half of an asymmetric fence pair (sleep.c). */
+static inline void ws_compiler_fence(void) { atomic_signal_fence(memory_order_seq_cst); }
 
 /* Failure order of a CAS: the strongest one allowed for the success order
  * (C11 forbids release/acq_rel as failure orders). */

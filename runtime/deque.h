@@ -102,6 +102,34 @@ static inline int ws_deque_push(ws_deque *d, ws_task *task, int64_t *size_before
   return 0;
 }
 
+/* Owner only: room for n more tasks, so that pushes of that many cannot
+ * fail (thieves only make room). 0 or ENOMEM (the deque is unchanged). */
+static inline int ws_deque_reserve(ws_deque *d, int64_t n) {
+  int64_t b = ws_i64_load(&d->bottom, ws_relaxed);
+  int64_t t = ws_i64_load(&d->top, ws_acquire); /* as in ws_deque_push */
+  ws_array *a = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
+  while (b - t + n > a->mask + 1) {
+    if (ws_deque_grow(d, t, b) != 0) return ENOMEM;
+    a = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
+  }
+  return 0;
+}
+
+/* Owner only: pushes tasks[0], ..., tasks[n-1] (tasks[n-1] ends up at the
+ * owner's end) with one release store of bottom, growing the array first as
+ * often as needed. A thief that acquires the new bottom sees all n slots,
+ * as after n single pushes whose intermediate bottoms nobody read; a thief
+ * that reads the old bottom sees none of them. Returns 0 or ENOMEM (the
+ * deque is unchanged then). */
+static inline int ws_deque_push_n(ws_deque *d, ws_task *const *tasks, int64_t n) {
+  if (ws_deque_reserve(d, n) != 0) return ENOMEM;
+  int64_t b = ws_i64_load(&d->bottom, ws_relaxed);
+  ws_array *a = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
+  for (int64_t i = 0; i < n; i++) ws_ptr_store(&a->slot[(b + i) & a->mask], tasks[i], ws_relaxed);
+  ws_i64_store(&d->bottom, b + n, ws_release);
+  return 0;
+}
+
 /* Owner only: the most recently pushed task, or NULL when empty. */
 static inline ws_task *ws_deque_pop(ws_deque *d) {
   int64_t b = ws_i64_load(&d->bottom, ws_relaxed) - 1;

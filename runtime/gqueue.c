@@ -19,6 +19,7 @@ int ws_gqueue_init(ws_gqueue *q) {
     return rc;
   }
   ws_i64_store(&q->size_hint, 0, ws_relaxed);
+  ws_u64_store(&q->fns_pushed, 0, ws_relaxed);
   return 0;
 }
 
@@ -28,9 +29,14 @@ void ws_gqueue_destroy(ws_gqueue *q, bool owned) {
   q->ring = NULL;
 }
 
-static int grow(ws_gqueue *q) {
-  if (q->cap > SIZE_MAX / 2 / sizeof(ws_gitem)) return ENOMEM;
-  size_t cap = q->cap * 2;
+/* Room for `more` entries: doubles the ring as often as needed. */
+static int reserve(ws_gqueue *q, size_t more) {
+  if (q->count + more <= q->cap) return 0;
+  size_t cap = q->cap;
+  while (cap < q->count + more) {
+    if (cap > SIZE_MAX / 2 / sizeof(ws_gitem)) return ENOMEM;
+    cap *= 2;
+  }
   ws_gitem *ring = malloc(cap * sizeof(ws_gitem));
   if (!ring) return ENOMEM;
   for (size_t i = 0; i < q->count; i++) ring[i] = q->ring[(q->head + i) % q->cap];
@@ -41,34 +47,59 @@ static int grow(ws_gqueue *q) {
   return 0;
 }
 
-int ws_gqueue_push(ws_gqueue *q, const ws_gitem *item, bool refuse_closed) {
+/* Under the lock: the hint for lock-free "is anything there" checks.
+ * Relaxed: see ws_gqueue_maybe_nonempty. */
+static void publish_count(ws_gqueue *q) { ws_i64_store(&q->size_hint, (int64_t)q->count, ws_relaxed); }
+
+int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool refuse_closed) {
   int rc = 0;
   pthread_mutex_lock(&q->lock);
   if (refuse_closed && q->closed) {
     rc = ESHUTDOWN;
-  } else if (q->count == q->cap && (rc = grow(q)) != 0) {
-    /* rc is ENOMEM; nothing changed */
-  } else {
-    q->ring[(q->head + q->count) % q->cap] = *item;
+  } else if ((rc = reserve(q, 1)) == 0) {
+    q->ring[(q->head + q->count) % q->cap] = (ws_gitem){task, NULL, NULL};
     q->count++;
-    ws_i64_store(&q->size_hint, (int64_t)q->count, ws_relaxed);
+    publish_count(q);
   }
   pthread_mutex_unlock(&q->lock);
   return rc;
 }
 
-bool ws_gqueue_pop(ws_gqueue *q, ws_gitem *out) {
-  bool found = false;
+int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n) {
+  int rc = 0;
   pthread_mutex_lock(&q->lock);
-  while (q->count > 0 && !found) {
-    *out = q->ring[q->head];
-    q->head = (q->head + 1) % q->cap;
-    q->count--;
-    found = true;
+  if (q->closed) {
+    rc = ESHUTDOWN;
+  } else if ((rc = reserve(q, n)) == 0) {
+    size_t pos = (q->head + q->count) % q->cap;
+    for (size_t i = 0; i < n; i++) {
+      q->ring[pos] = (ws_gitem){NULL, fn, args ? args[i] : NULL};
+      if (++pos == q->cap) pos = 0;
+    }
+    q->count += n;
+    /* Relaxed under the lock: a reader that must see this count (a waiter
+     * that saw one of these tasks finish) is ordered after the unlock by
+     * the taker's lock and the finisher's release (pool.c). */
+    ws_u64_store(&q->fns_pushed, ws_u64_load(&q->fns_pushed, ws_relaxed) + n, ws_relaxed);
+    publish_count(q);
   }
-  ws_i64_store(&q->size_hint, (int64_t)q->count, ws_relaxed);
   pthread_mutex_unlock(&q->lock);
-  return found;
+  return rc;
+}
+
+size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t share) {
+  pthread_mutex_lock(&q->lock);
+  size_t n = q->count / share + 1;
+  if (n > q->count) n = q->count;
+  if (n > max) n = max;
+  for (size_t i = 0; i < n; i++) {
+    out[i] = q->ring[q->head];
+    if (++q->head == q->cap) q->head = 0;
+  }
+  q->count -= n;
+  publish_count(q);
+  pthread_mutex_unlock(&q->lock);
+  return n;
 }
 
 void ws_gqueue_close(ws_gqueue *q) {

@@ -27,6 +27,10 @@ typedef struct ws_gqueue {
   ws_gitem *ring;
   size_t cap, head, count; /* under lock */
   bool closed;             /* under lock */
+  /* Plain fn(arg) entries ever pushed: pool_submit's count of outside
+   * submissions (pool.c, "Completion accounting"). Written under the lock,
+   * read without it. */
+  ws_u64 fns_pushed;
   WS_ALIGNED ws_i64 size_hint;
 } ws_gqueue;
 
@@ -34,10 +38,17 @@ int ws_gqueue_init(ws_gqueue *q);
 /* `owned`: false for a queue inherited across fork(), whose lock may be
  * held by a thread of the parent: only the ring is freed. */
 void ws_gqueue_destroy(ws_gqueue *q, bool owned);
-/* 0, ENOMEM, or ESHUTDOWN when the queue is closed and `refuse_closed`. */
-int ws_gqueue_push(ws_gqueue *q, const ws_gitem *item, bool refuse_closed);
-/* Takes the oldest live entry; false when empty. */
-bool ws_gqueue_pop(ws_gqueue *q, ws_gitem *out);
+/* A runtime task: 0, ENOMEM, or ESHUTDOWN when the queue is closed and
+ * `refuse_closed`. */
+int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool refuse_closed);
+/* fn(args[i]) for i < n (fn(NULL) each when args is NULL), all or none:
+ * 0, ENOMEM or ESHUTDOWN (when closed: these are always pool_submit's). */
+int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n);
+/* Takes the oldest entries, up to `max` and about a `share`-th of the
+ * queue (count / share + 1: Go's rule for its global run queue, so that
+ * `share` takers drain it evenly), into out[]; returns how many, 0 when
+ * empty. */
+size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t share);
 /* From now on pushes with refuse_closed fail with ESHUTDOWN. */
 void ws_gqueue_close(ws_gqueue *q);
 

@@ -44,6 +44,7 @@ static inline void ws_debug_fail(const char *what, const char *file, int line) {
 
 typedef struct ws_stats {
   ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
+  ws_u64 global_taken;
 } ws_stats;
 
 typedef struct ws_worker {
@@ -64,6 +65,13 @@ typedef struct ws_worker {
   ws_task **priv_block;    /* the array's allocation: the marker slot first */
   ws_task **priv_embedded; /* the first array, inside the worker's block */
   WS_ALIGNED struct pool *pool;
+  /* Completion accounting of pool_submit tasks (pool.c): submitted from
+   * this worker onto its own deque, and finished on this worker. Written
+   * by the owner only, read by waiters. */
+  ws_u64 submitted, finished;
+  /* A submitted task finished here since this worker last told outside
+   * waiters (worker.c, nothing_found). Owner only. */
+  bool announce_idle;
   unsigned id;
   int cpu;       /* bound PU (OS index) or -1 */
   int numa;      /* NUMA node of that PU, or -1 */
@@ -101,7 +109,10 @@ struct pool {
   WS_ALIGNED ws_gqueue gq;
   ws_sleep sleep;
   ws_event ext;                 /* outside waiters */
-  WS_ALIGNED ws_i64 pending;    /* pool_submit tasks not yet finished */
+  /* pool_submit tasks finished by a thread that is not one of this pool's
+   * workers (none does today; kept so the count stays exact if one ever
+   * runs them). The rest of the accounting is per worker (pool.c). */
+  WS_ALIGNED ws_u64 finished_outside;
   ws_u32 stop;                  /* workers exit once they find no work */
   ws_u32 stopped;               /* workers that left their loop (worker.c) */
   unsigned nstarted;            /* threads started; set before `stop` */
@@ -164,13 +175,13 @@ int ws_enter(struct pool *p);
 int ws_enter_any(struct pool *p);
 void ws_leave(struct pool *p);
 
-/* Tells sleepers about work a worker just pushed on its deque. Always the
- * fenced check: the owner's idea of whether its deque was empty comes from
- * a relaxed read of top, so a push it thinks lands on a non-empty deque may
- * land on one a thief has just emptied; only the fence makes "the pusher
- * sees the sleeper, or the sleeper's last look sees the push" hold for
- * every push. It costs one fence per push, not per spawn: private frames
- * are pushed only when published. */
+/* Tells sleepers about work a worker just pushed on its deque. Every push
+ * is announced, not only pushes onto an empty deque: the owner's idea of
+ * whether its deque was empty comes from a relaxed read of top, so a push
+ * it thinks lands on a non-empty deque may land on one a thief has just
+ * emptied. The announcement costs a compiler fence and one load of a
+ * rarely written line while nobody sleeps (sleep.h: the sleeper pays the
+ * barrier). */
 static inline void ws_after_push(struct pool *p) { ws_sleep_notify(&p->sleep); }
 
 /* Move the oldest `n` private frames to the public deque (forkjoin.c). */
@@ -206,8 +217,18 @@ static inline int ws_push(ws_worker *w, ws_task *t) {
   return rc;
 }
 
+/* ws_push for tasks[0..n), one announcement; tasks[n-1] is popped first.
+ * ENOMEM (nothing pushed) unless ws_deque_reserve made room before. */
+static inline int ws_push_n(ws_worker *w, ws_task *const *tasks, size_t n) {
+  if (ws_top() != w->priv_lo) ws_publish(w, (size_t)(ws_top() - w->priv_lo));
+  int rc = ws_deque_push_n(&w->dq, tasks, (int64_t)n);
+  if (rc == 0) ws_after_push(w->pool);
+  return rc;
+}
+
 /* A pool_submit task (fn, arg) for worker w's pool, from w's node cache;
- * NULL without memory. Running it counts it done in pool->pending. */
+ * NULL without memory. Running it counts it finished (ws_submit_finished);
+ * whoever made it has counted it submitted. */
 ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg);
 
 /* Put a runtime task on the pool's global queue (outside threads). */
@@ -250,15 +271,25 @@ void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *
 void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask);
 /* Outside threads: block on the pool's event until the condition holds.
  * The finisher must make it true with a seq_cst store/RMW and then call
- * ws_event_notify(&pool->ext). */
+ * ws_event_notify(&pool->ext) (for idleness: see ws_submit_finished). */
 void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value);
-void ws_block_until_zero(struct pool *p, ws_i64 *count);
+/* Until every pool_submit task counted so far has finished (pool.c). */
+void ws_block_until_idle(struct pool *p);
+/* True when every pool_submit task counted submitted has finished. */
+bool ws_submits_idle(struct pool *p);
 
-/* A pool_submit task finished (or failed to enqueue). */
-static inline void ws_pending_done(struct pool *p) {
-  int64_t before = ws_i64_fetch_add(&p->pending, -1, ws_seq_cst);
-  WS_ASSERT(before >= 1);
-  if (before == 1) ws_event_notify(&p->ext);
+/* A pool_submit task finished on worker w (NULL: another thread). Release:
+ * a waiter that acquires `finished` sees every count of submissions the
+ * task made before it (pool.c). The worker tells outside waiters when it
+ * next runs out of work (worker.c), not after every task. */
+static inline void ws_submit_finished(ws_worker *w, struct pool *p) {
+  if (w) {
+    ws_u64_store(&w->finished, ws_u64_load(&w->finished, ws_relaxed) + 1, ws_release);
+    w->announce_idle = true;
+  } else {
+    ws_u64_fetch_add(&p->finished_outside, 1, ws_seq_cst);
+    ws_event_notify(&p->ext);
+  }
 }
 
 /* Placement (placement.c; docs/design.md "Placement").

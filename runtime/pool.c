@@ -155,6 +155,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
 
   int rc = ws_fork_setup();
   if (rc) return rc;
+  ws_sleep_global_init();
   struct pool *p = new_pool_struct();
   if (!p) return ENOMEM;
   /* Written only when it changes (a struct made before a fork): a late
@@ -169,7 +170,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   }
   ws_sleep_init(&p->sleep);
   ws_event_init(&p->ext);
-  ws_i64_store(&p->pending, 0, ws_relaxed);
+  ws_u64_store(&p->finished_outside, 0, ws_relaxed);
   ws_u32_store(&p->stop, 0, ws_relaxed);
   ws_u32_store(&p->stopped, 0, ws_relaxed);
 
@@ -308,10 +309,10 @@ int pool_destroy(pool_t *pool) {
   } while (!ws_u32_cas(&p->gate, &v, v | WS_GATE_CLOSED, ws_acq_rel));
   ws_gqueue_close(&p->gq);
   /* Drain: tasks submitted before the close, and whatever they submit from
-   * inside the pool meanwhile (pending only reaches 0 when none is left). */
-  ws_block_until_zero(p, &p->pending);
+   * inside the pool meanwhile (the pool is idle only when none is left). */
+  ws_block_until_idle(p);
   stop_workers(p);
-  WS_ASSERT(ws_i64_load(&p->pending, ws_acquire) == 0);
+  WS_ASSERT(ws_submits_idle(p));
   WS_ASSERT(ws_gqueue_maybe_nonempty(&p->gq) == false);
   /* Every task has run now, so every outside caller still inside the pool
    * (blocked in pool_sync, pool_group_wait, parallel_for, wait_idle, or
@@ -465,7 +466,7 @@ static void submit_exec(ws_task *t, ws_worker *w) {
   uint64_t t0 = ws_trace_t0(w);
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
-  ws_pending_done(p);
+  ws_submit_finished(w, p);
 }
 
 ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg) {
@@ -479,39 +480,131 @@ ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg) {
   return &st->hdr;
 }
 
+/* Completion accounting (docs/design.md, "Submission"). A pool_submit task
+ * is counted submitted exactly once, before anyone can run it: in the
+ * global queue's fns_pushed (under its lock) or in its worker's `submitted`
+ * (owner only); and finished once, after it ran, in the `finished` of the
+ * worker that ran it. No counter is shared by the producers and the
+ * workers, so a task writes no contended line for its accounting.
+ *
+ * The pool is idle when the counts agree, read in this order: every
+ * `finished` first, then every submitted count. Each finish we
+ * read happens after its task's submission count (that store precedes the
+ * push that let the task run, and the finish is a release we acquired), so
+ * the finishes read are a subset of the submissions read; equal totals
+ * mean every submission read has finished, including everything those
+ * tasks submitted (counted before they finished). A submission made
+ * before the waiter called is in what it reads. */
+bool ws_submits_idle(struct pool *p) {
+  /* seq_cst loads (a plain load on x86, ldar on arm64): acquire for the
+   * argument above, and, for a waiter registered on the pool's event, the
+   * other half of the fence a worker executes before it reads the waiter
+   * count (nothing_found in worker.c): either it sees the waiter or these
+   * loads see its `finished`. */
+  uint64_t finished = ws_u64_load(&p->finished_outside, ws_seq_cst);
+  for (unsigned i = 0; i < p->nthreads; i++) finished += ws_u64_load(&p->workers[i]->finished, ws_seq_cst);
+  uint64_t submitted = ws_u64_load(&p->gq.fns_pushed, ws_relaxed);
+  for (unsigned i = 0; i < p->nthreads; i++) submitted += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
+  return submitted == finished;
+}
+
+/* Owner only: count n submissions from worker w before they can run. */
+static void count_submitted(ws_worker *w, int64_t n) {
+  ws_u64_store(&w->submitted, ws_u64_load(&w->submitted, ws_relaxed) + (uint64_t)n, ws_relaxed);
+}
+
+/* A submission counted by w that did not happen after all: the count goes
+ * back, and a waiter that saw it is told when w next runs out of work. */
+static void uncount_submitted(ws_worker *w, int64_t n) {
+  count_submitted(w, -n);
+  w->announce_idle = true;
+}
+
+/* From a worker of the pool: one task onto its own deque, at the cost of a
+ * node from the worker's cache and a push. */
+static int submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
+  ws_task *t = ws_submit_task(w, fn, arg);
+  if (!t) return ENOMEM;
+  count_submitted(w, 1);
+  if (ws_push(w, t) != 0) {
+    uncount_submitted(w, 1);
+    ws_node_free(ws_node_of(t), w);
+    return ENOMEM;
+  }
+  return 0;
+}
+
+/* From a worker of the pool: n tasks onto its own deque, all or none. The
+ * nodes come first (from the worker's cache) and the deque makes room for
+ * all of them, so the pushes themselves cannot fail. */
+static int submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
+  enum { CHUNK = 64 };
+  ws_node *nodes = NULL;
+  for (size_t i = 0; i < n; i++) {
+    ws_task *t = ws_submit_task(w, fn, args ? args[i] : NULL);
+    if (!t) {
+      while (nodes) {
+        ws_node *next = nodes->next;
+        ws_node_free(nodes, w);
+        nodes = next;
+      }
+      return ENOMEM;
+    }
+    ws_node *nd = ws_node_of(t);
+    nd->next = nodes; /* the list is newest first; pushed oldest first below */
+    nodes = nd;
+  }
+  if (ws_deque_reserve(&w->dq, (int64_t)n) != 0) {
+    while (nodes) {
+      ws_node *next = nodes->next;
+      ws_node_free(nodes, w);
+      nodes = next;
+    }
+    return ENOMEM;
+  }
+  count_submitted(w, (int64_t)n);
+  ws_task *chunk[CHUNK];
+  size_t left = n;
+  while (left) {
+    size_t k = left < CHUNK ? left : CHUNK;
+    /* nodes runs newest first: fill the chunk from its end, so each push
+     * keeps the submission order from bottom to top. */
+    for (size_t i = k; i-- > 0;) {
+      chunk[i] = (ws_task *)nodes->payload;
+      nodes = nodes->next;
+    }
+    left -= k;
+    (void)ws_push_n(w, chunk, k); /* cannot fail: room was reserved */
+  }
+  return 0;
+}
+
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
+  ws_worker *w = ws_self();
+  if (fn && w && (!pool || pool == w->pool)) return submit_one_inside(w, fn, arg);
+  return pool_submit_n(pool, fn, &arg, 1);
+}
+
+int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n) {
   if (!fn) return EINVAL;
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
+  if (n == 0) return 0;
   ws_worker *w = ws_self();
-  bool inside = w && w->pool == p;
-  /* From outside, the whole call is inside the gate: the push, the notify
-   * and a refused push's decrement all touch the pool. */
-  if (!inside && (rc = ws_enter(p)) != 0) return rc;
-  /* Relaxed: whoever runs the task got it through a deque or the queue lock,
-   * so this increment happens before that task's decrement. */
-  ws_i64_fetch_add(&p->pending, 1, ws_relaxed);
-  if (inside) {
-    ws_task *t = ws_submit_task(w, fn, arg);
-    if (!t) {
-      rc = ENOMEM;
-    } else if ((rc = ws_push(w, t)) != 0) {
-      ws_node_free(ws_node_of(t), w);
-    }
-  } else {
-    ws_gitem it = {NULL, fn, arg};
-    rc = ws_gqueue_push(&p->gq, &it, true);
-    if (rc == 0) ws_sleep_notify(&p->sleep);
-  }
-  if (rc) ws_pending_done(p);
-  if (!inside) ws_leave(p);
+  if (w && w->pool == p) return n == 1 ? submit_one_inside(w, fn, args[0]) : submit_inside(w, fn, args, n);
+  /* From outside: stored by value in the global queue, one lock for all n,
+   * counted under it (fns_pushed). The whole call is inside the gate: the
+   * push and the notify touch the pool. */
+  if ((rc = ws_enter(p)) != 0) return rc;
+  rc = ws_gqueue_push_fns(&p->gq, fn, args, n);
+  if (rc == 0) ws_sleep_notify(&p->sleep);
+  ws_leave(p);
   return rc;
 }
 
 int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed) {
-  ws_gitem it = {t, NULL, NULL};
-  int rc = ws_gqueue_push(&p->gq, &it, refuse_closed);
+  int rc = ws_gqueue_push_task(&p->gq, t, refuse_closed);
   if (rc == 0) ws_sleep_notify(&p->sleep);
   return rc;
 }
@@ -523,7 +616,7 @@ int pool_wait_idle(pool_t *pool) {
   ws_worker *w = ws_self();
   if (w && w->pool == p) return EDEADLK;
   if ((rc = ws_enter(p)) != 0) return rc;
-  ws_block_until_zero(p, &p->pending);
+  ws_block_until_idle(p);
   ws_leave(p);
   return 0;
 }
@@ -537,6 +630,7 @@ void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out) {
   out->steals_remote = ws_u64_load(&s->steals_remote, ws_relaxed);
   out->steal_failures = ws_u64_load(&s->steal_failures, ws_relaxed);
   out->sleeps = ws_u64_load(&s->sleeps, ws_relaxed);
+  out->global_taken = ws_u64_load(&s->global_taken, ws_relaxed);
 }
 
 int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out) {

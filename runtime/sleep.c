@@ -3,16 +3,23 @@
 #include "sleep.h"
 
 #include <limits.h>
+#include <pthread.h>
 
 #if defined(__linux__) && !defined(WS_NO_FUTEX)
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 void ws_futex_wait(ws_u32 *word, uint32_t expected) {
   /* Returns at once (EAGAIN) if the word no longer holds `expected`; may
    * return spuriously (EINTR): every caller re-checks in a loop. */
   syscall(SYS_futex, ws_u32_addr(word), FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void ws_futex_wait_for(ws_u32 *word, uint32_t expected, long ns) {
+  struct timespec ts = {ns / 1000000000L, ns % 1000000000L}; /* relative */
+  syscall(SYS_futex, ws_u32_addr(word), FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
 }
 
 void ws_futex_wake(ws_u32 *word, int n) {
@@ -24,6 +31,7 @@ void ws_futex_atfork(int phase) { (void)phase; /* no lock of ours */ }
 #else
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Portable fallback: a parking lot of mutex+condvar buckets hashed by
  * address. The value check happens under the bucket lock and wakers change
@@ -76,6 +84,18 @@ void ws_futex_atfork(int phase) {
   }
 }
 
+void ws_futex_wait_for(ws_u32 *word, uint32_t expected, long ns) {
+  struct bucket *b = bucket_of(word);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += ns % 1000000000L;
+  ts.tv_sec += ns / 1000000000L + ts.tv_nsec / 1000000000L;
+  ts.tv_nsec %= 1000000000L;
+  pthread_mutex_lock(&b->m);
+  if (ws_u32_load(word, ws_seq_cst) == expected) pthread_cond_timedwait(&b->c, &b->m, &ts);
+  pthread_mutex_unlock(&b->m);
+}
+
 void ws_futex_wake(ws_u32 *word, int n) {
   (void)n; /* a bucket is shared by several words: wake them all */
   struct bucket *b = bucket_of(word);
@@ -85,17 +105,61 @@ void ws_futex_wake(ws_u32 *word, int n) {
 }
 #endif
 
+/* ---- asymmetric barriers (sleep.h) ---- */
+
+ws_u32 ws__sleep_asym;
+/* Set when a heavy barrier failed after producers had stopped fencing
+ * (nothing we know of does that; a seccomp filter installed later could):
+ * from then on sleepers wake every DEGRADED_NS to look again, so a missed
+ * wake costs latency, never progress. */
+static ws_u32 sleep_degraded;
+enum { DEGRADED_NS = 1000000 };
+
+#if defined(__linux__) && defined(WS_HAVE_MEMBARRIER)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
+
+static void asym_init(void) {
+  int have = membarrier(MEMBARRIER_CMD_QUERY);
+  if (have < 0 || !(have & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return;
+  if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) return;
+  /* Relaxed: no pool exists yet; the pool pointer every producer gets was
+   * published after this store (by pool_create's return). */
+  ws_u32_store(&ws__sleep_asym, 1, ws_relaxed);
+}
+
+/* The sleeper's half when producers only have a compiler fence: every
+ * running thread of the process executes a full barrier before this
+ * returns (a thread not running passes one when it is scheduled). */
+static void heavy_barrier(void) {
+  if (!ws_u32_load(&ws__sleep_asym, ws_relaxed)) return;
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+  /* A child of fork() keeps the registration; try once more anyway. */
+  if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+      membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+    return;
+  ws_u32_store(&sleep_degraded, 1, ws_relaxed);
+}
+#else
+static void asym_init(void) {}
+static void heavy_barrier(void) {}
+#endif
+
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+
+void ws_sleep_global_init(void) { pthread_once(&asym_once, asym_init); }
+
 void ws_sleep_init(ws_sleep *s) {
   ws_u32_store(&s->epoch, 0, ws_relaxed);
   ws_u32_store(&s->sleepers, 0, ws_relaxed);
   ws_u32_store(&s->waking, 0, ws_relaxed);
 }
 
-void ws_sleep_notify(ws_sleep *s) {
-  /* Orders the caller's publication of work (a deque or queue store) before
-   * the load of `sleepers`; pairs with the seq_cst RMW in ws_sleep_prepare. */
-  ws_fence(ws_seq_cst);
-  if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
+void ws_sleep_wake_one(ws_sleep *s) {
+  /* Called by ws_sleep_notify() after its fence saw a sleeper. */
   uint32_t idle = 0;
   if (!ws_u32_cas(&s->waking, &idle, 1, ws_seq_cst)) return; /* a wake is in flight */
   /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
@@ -118,15 +182,21 @@ uint32_t ws_sleep_prepare(ws_sleep *s) {
    * the new epoch, found the work itself and cancelled. */
   ws_u32_store(&s->waking, 0, ws_seq_cst);
   /* The caller's last look at the queues must come after the registration:
-   * the seq_cst fence pairs with the producer's fence in ws_sleep_notify. */
+   * the seq_cst fence pairs with the producer's fence in ws_sleep_notify,
+   * or, when producers only have a compiler fence, the heavy barrier puts a
+   * full barrier in every producer (sleep.h). */
   ws_fence(ws_seq_cst);
+  heavy_barrier();
   return e;
 }
 
 void ws_sleep_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst); }
 
 void ws_sleep_commit(ws_sleep *s, uint32_t epoch) {
-  ws_futex_wait(&s->epoch, epoch);
+  if (ws_u32_load(&sleep_degraded, ws_relaxed))
+    ws_futex_wait_for(&s->epoch, epoch, DEGRADED_NS);
+  else
+    ws_futex_wait(&s->epoch, epoch);
   ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst);
   /* We consumed a wake (or left on a changed epoch, or spuriously): let the
    * next producer wake someone. The caller looks everywhere after this. */

@@ -13,8 +13,17 @@
  *   sleepers -= 1; waking = 0; look again
  *
  * The store->load pairs (sleepers then the queues; the work then sleepers)
- * are separated by seq_cst operations/fences on both sides, so either the
- * producer sees the sleeper or the sleeper's last look sees the work. A
+ * are separated by a full barrier on both sides, so either the producer sees
+ * the sleeper or the sleeper's last look sees the work. The barriers are
+ * asymmetric where the kernel allows (membarrier(2), as liburcu and folly
+ * do): the producer, on the hot path of every push, has only a compiler
+ * fence; the sleeper, about to make a futex call anyway, makes every running
+ * thread of the process execute a full barrier (MEMBARRIER_CMD_PRIVATE_
+ * EXPEDITED) after registering. Whether that barrier lands in a producer
+ * before its store of the work, between the store and its load of
+ * `sleepers`, or after the load, one of the two sees the other's store
+ * (docs/design.md, "The sleep protocol"). Without membarrier both sides use
+ * a seq_cst fence, as the table shows. A
  * producer that sees a wake already in flight (waking == 1) skips its own:
  * the thread that consumes that wake clears `waking` and then looks
  * everywhere, so it sees this producer's work or someone took it; if it finds
@@ -32,6 +41,8 @@
 /* Futex on Linux; elsewhere a hashed table of mutex+condvar pairs. Both
  * tolerate a wake on an address nobody waits on any more. */
 void ws_futex_wait(ws_u32 *word, uint32_t expected);
+/* The same, returning after at most `ns` nanoseconds. */
+void ws_futex_wait_for(ws_u32 *word, uint32_t expected, long ns);
 void ws_futex_wake(ws_u32 *word, int n);
 /* Fork handler (pool.c): 0 before fork(), 1 parent / 2 child after. */
 void ws_futex_atfork(int phase);
@@ -43,8 +54,32 @@ typedef struct ws_sleep {
 } ws_sleep;
 
 void ws_sleep_init(ws_sleep *s);
-/* Producer side, after the work is visible. */
-void ws_sleep_notify(ws_sleep *s);
+/* Once per process, before the first pool's workers exist: registers for
+ * membarrier(2) and, when that works, lets producers skip their fence. */
+void ws_sleep_global_init(void);
+
+/* 1 when producers use the compiler fence (membarrier registered). Written
+ * once, by ws_sleep_global_init() before any pool exists. */
+extern ws_u32 ws__sleep_asym;
+
+/* The producer's half of the store->load barrier: after publishing work,
+ * before reading `sleepers`. */
+static inline void ws_sleep_producer_fence(void) {
+  if (ws_u32_load(&ws__sleep_asym, ws_relaxed))
+    ws_compiler_fence();
+  else
+    ws_fence(ws_seq_cst);
+}
+
+void ws_sleep_wake_one(ws_sleep *s);
+/* Producer side, after the work is visible: a fence (a compiler fence
+ * only, see above) and one load of a line that only changes when a worker
+ * falls asleep or wakes; a wake only when someone sleeps. */
+static inline void ws_sleep_notify(ws_sleep *s) {
+  ws_sleep_producer_fence();
+  if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
+  ws_sleep_wake_one(s);
+}
 /* Sleeper side: register, look again (caller), then commit or cancel. */
 uint32_t ws_sleep_prepare(ws_sleep *s);
 void ws_sleep_cancel(ws_sleep *s);

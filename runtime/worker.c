@@ -39,20 +39,48 @@ static inline uint32_t next_rand(ws_worker *w) {
   return (uint32_t)(x >> 32);
 }
 
+/* Most entries one visit to the global queue takes: it bounds the time the
+ * lock is held and the stack buffer, and leaves work for the other workers
+ * when a flood arrives (Go caps its global-queue grabs likewise). */
+enum { GQ_BATCH = 128 };
+
+/* One lock acquisition takes a share of the global queue (count / workers
+ * + 1, Go's rule): the oldest entry runs now, the others go on this
+ * worker's deque, where thieves spread them further. */
 static ws_task *from_global(ws_worker *w) {
-  ws_gitem it;
-  if (!ws_gqueue_pop(&w->pool->gq, &it)) return NULL;
-  ws_counter_add(&w->stats.global_pops, 1);
-  if (it.task) return it.task;
-  /* A plain fn(arg) submitted from outside: wrap it like an inside one. */
-  ws_task *t = ws_submit_task(w, it.fn, it.arg);
-  if (!t) {
-    /* No memory for the wrapper: run it here, it is ours now. */
-    it.fn(it.arg);
-    ws_pending_done(w->pool);
-    ws_counter_add(&w->stats.tasks, 1);
+  struct pool *p = w->pool;
+  ws_gitem it[GQ_BATCH];
+  size_t n = ws_gqueue_pop_batch(&p->gq, it, GQ_BATCH, p->nthreads);
+  if (!n) return NULL;
+  ws_counter_add(&w->stats.global_taken, n);
+  /* Outside submissions are stored by value: each becomes a node from this
+   * worker's cache. A task is popped newest first from the deque, so the
+   * batch is pushed from its end: the owner runs it in queue order. */
+  ws_task *t[GQ_BATCH];
+  size_t k = 0;
+  for (size_t i = n; i-- > 0;) {
+    ws_task *x = it[i].task ? it[i].task : ws_submit_task(w, it[i].fn, it[i].arg);
+    if (x) {
+      t[k++] = x;
+    } else {
+      /* No memory for the wrapper: run it here, it is ours now. */
+      it[i].fn(it[i].arg);
+      ws_submit_finished(w, p);
+      ws_counter_add(&w->stats.tasks, 1);
+      ws_counter_add(&w->stats.global_pops, 1);
+    }
   }
-  return t;
+  if (k == 0) return NULL;
+  /* What runs straight from the queue counts as a global pop; the rest
+   * count as local pops or steals when they leave the deque. */
+  ws_task *first = t[--k];
+  if (k && ws_push_n(w, t, k) != 0) {
+    /* The deque cannot grow: run the batch here, in order. */
+    ws_counter_add(&w->stats.global_pops, k);
+    while (k) ws_run(w, t[--k]);
+  }
+  ws_counter_add(&w->stats.global_pops, 1);
+  return first;
 }
 
 static ws_task *steal_from(ws_worker *w, ws_worker *v) {
@@ -105,6 +133,21 @@ static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
   return NULL;
 }
 
+/* A search found nothing. If pool_submit tasks finished here since the
+ * last time, tell outside waiters (pool_wait_idle, destroy's drain) now:
+ * the fence in ws_event_notify orders our `finished` stores before the
+ * load of the waiter count, and pairs with the waiter's registration, so a
+ * waiter either is seen or sees the counts (pool.c). Doing it here rather
+ * than after every task keeps the fence off the per-task path; a worker
+ * that ran the last task of a burst finds nothing right after it. */
+static ws_task *nothing_found(ws_worker *w) {
+  if (w->announce_idle) {
+    w->announce_idle = false;
+    ws_event_notify(&w->pool->ext);
+  }
+  return NULL;
+}
+
 ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
   ws_task *t = ws_pop_own(w);
   if (t) {
@@ -112,7 +155,8 @@ ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
     return t;
   }
   if (ws_gqueue_maybe_nonempty(&w->pool->gq) && (t = from_global(w)) != NULL) return t;
-  return steal_round(w, hint);
+  t = steal_round(w, hint);
+  return t ? t : nothing_found(w);
 }
 
 /* Work a waiting worker may take: its own deque always (those are the
@@ -121,7 +165,8 @@ ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
 static ws_task *help_find(ws_worker *w, ws_worker *hint) {
   if (ws_may_help(w)) return ws_find_work(w, hint);
   ws_task *t = ws_pop_own(w);
-  if (t) ws_counter_add(&w->stats.local_pops, 1);
+  if (!t) return nothing_found(w);
+  ws_counter_add(&w->stats.local_pops, 1);
   return t;
 }
 
@@ -169,12 +214,12 @@ void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value) {
   ws_event_finish(&p->ext);
 }
 
-void ws_block_until_zero(struct pool *p, ws_i64 *count) {
-  if (ws_i64_load(count, ws_acquire) == 0) return;
+void ws_block_until_idle(struct pool *p) {
+  if (ws_submits_idle(p)) return;
   ws_event_prepare(&p->ext);
   for (;;) {
     uint32_t e = ws_event_epoch(&p->ext);
-    if (ws_i64_load(count, ws_seq_cst) == 0) break;
+    if (ws_submits_idle(p)) break;
     ws_event_wait(&p->ext, e);
   }
   ws_event_finish(&p->ext);

@@ -422,7 +422,7 @@ static void test_stats(void) {
     for (unsigned w = 0; w < 3; w++) {
       CHECK_OK(pool_worker_stats(p, w, &s));
       tasks += s.tasks;
-      global += s.global_pops;
+      global += s.global_taken;
       CHECK(s.steals_remote <= s.steals);
       CHECK(s.sleeps >= sleeps0[w]); /* counters never go back */
     }

@@ -11,7 +11,8 @@
  *    the worker's own deque; 4 oversubscribes this machine);
  *  - per-worker statistics are consistent: with only submitted tasks, each
  *    task was taken exactly once from somewhere (local_pops + global_pops +
- *    steals == tasks run), global_pops == the outside submissions, and the
+ *    steals == tasks run), the entries taken off the global queue
+ *    (global_taken, in batches) == the outside submissions, and the
  *    tasks counters reach the exact total. */
 #include <errno.h>
 #include <pthread.h>
@@ -53,7 +54,8 @@ static void check_stats(pool_t *p, uint64_t expect_tasks, uint64_t expect_global
       CHECK_OK(pool_worker_stats(p, w, &s));
       sum_tasks += s.tasks;
       taken += s.local_pops + s.global_pops + s.steals;
-      global += s.global_pops;
+      global += s.global_taken;
+      CHECK(s.global_pops <= s.global_taken);
       CHECK(s.steals_remote <= s.steals);
     }
     CHECK_EQ(taken, expect_tasks);

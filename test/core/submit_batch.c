@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/* Batched submission: pool_submit_n and the workers' batch takes from the
+ * global queue. Every task runs exactly once:
+ *
+ *  - 1, 4 and 16 outside producers at once, each submitting its own slice
+ *    of flags with a mix of pool_submit and pool_submit_n of sizes 1..300
+ *    (the global queue starts at 256 entries, so it grows under the batch
+ *    takes), on pools of 1, 2 and 3 workers (3 oversubscribes this machine,
+ *    so batch takes race steals of what other batches put on deques);
+ *  - inside tasks: pool_submit_n from a worker puts the batch on its own
+ *    deque, where the other workers steal it;
+ *  - pool_submit_n's edge cases: n == 0, args == NULL (fn(NULL) n times),
+ *    a NULL fn;
+ *  - destroy racing producers: producers keep submitting while another
+ *    thread destroys the pool; each call is accepted (the task runs exactly
+ *    once) or refused with ESHUTDOWN (it never runs), and every producer
+ *    has seen ESHUTDOWN before destroy returns. A gate task holds the
+ *    drain open until every producer has stopped, so no call can start
+ *    after destroy returned (that would be a use after free by contract);
+ *  - a submitter that blocks: a task submits another from inside and then
+ *    spins (in user code, not helping) until that one ran, so only another
+ *    worker, possibly asleep or falling asleep, can run it. A lost wake-up
+ *    of the inside push hangs here (the watchdog fails the test): the
+ *    producer's side of the sleep protocol is only a compiler fence when
+ *    membarrier(2) is available (runtime/sleep.h).
+ * Iterations scale with WSPOOL_STRESS. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <wspool.h>
+
+#include "check.h"
+#include "core_util.h"
+
+static atomic_uint *flags;
+static size_t nflags;
+
+static void mark(void *arg) {
+  size_t i = (size_t)(uintptr_t)arg;
+  CHECK(i < nflags);
+  atomic_fetch_add(&flags[i], 1);
+}
+
+static pool_t *make_pool(unsigned threads) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = threads;
+  pool_t *p = NULL;
+  CHECK_OK(pool_create(&p, &cfg));
+  return p;
+}
+
+/* A small deterministic generator per producer (the schedule varies, what
+ * is submitted does not). */
+static unsigned next_rand(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return (unsigned)(*s >> 32);
+}
+
+/* Submit flags [lo, hi) in batches of 1..300, alternating the two calls. */
+static void submit_range(pool_t *p, size_t lo, size_t hi, uint64_t seed) {
+  void *args[300];
+  uint64_t s = seed | 1;
+  size_t i = lo;
+  while (i < hi) {
+    size_t k = 1 + next_rand(&s) % 300;
+    if (k > hi - i) k = hi - i;
+    if (k == 1 && (next_rand(&s) & 1)) {
+      CHECK_OK(pool_submit(p, mark, (void *)(uintptr_t)i));
+    } else {
+      for (size_t j = 0; j < k; j++) args[j] = (void *)(uintptr_t)(i + j);
+      CHECK_OK(pool_submit_n(p, mark, args, k));
+    }
+    i += k;
+  }
+}
+
+typedef struct producer {
+  pthread_t th;
+  pool_t *pool;
+  size_t lo, hi;
+  pthread_barrier_t *bar;
+} producer;
+
+static void *producer_main(void *arg) {
+  producer *pr = arg;
+  pthread_barrier_wait(pr->bar);
+  submit_range(pr->pool, pr->lo, pr->hi, pr->lo * 2654435761u + 7);
+  return NULL;
+}
+
+static void outside_producers(unsigned workers, unsigned nprod, size_t per) {
+  pool_t *p = make_pool(workers);
+  size_t n = per * nprod;
+  free((void *)flags);
+  flags = flags_alloc(n);
+  nflags = n;
+  producer pr[16];
+  pthread_barrier_t bar;
+  CHECK_OK(pthread_barrier_init(&bar, NULL, nprod));
+  for (unsigned i = 0; i < nprod; i++) {
+    pr[i] = (producer){.pool = p, .lo = i * per, .hi = (i + 1) * per, .bar = &bar};
+    CHECK_OK(pthread_create(&pr[i].th, NULL, producer_main, &pr[i]));
+  }
+  for (unsigned i = 0; i < nprod; i++) CHECK_OK(pthread_join(pr[i].th, NULL));
+  CHECK_OK(pool_wait_idle(p));
+  flags_check_once(flags, n, "outside task");
+  uint64_t taken = 0;
+  for (unsigned w = 0; w < workers; w++) {
+    pool_worker_stats_t s;
+    CHECK_OK(pool_worker_stats(p, w, &s));
+    taken += s.global_taken;
+  }
+  CHECK_EQ(taken, n); /* each outside task left the global queue once */
+  pthread_barrier_destroy(&bar);
+  CHECK_OK(pool_destroy(p));
+}
+
+/* Inside: a root task submits `fanout` children with pool_submit_n; each
+ * child of depth < 2 does the same. Flags index the nodes of the tree. */
+typedef struct node_arg {
+  size_t index;
+  unsigned depth;
+} node_arg;
+static node_arg *tree;
+static size_t fanout;
+
+static void tree_task(void *arg) {
+  node_arg *a = arg;
+  CHECK(pool_worker_id() >= 0);
+  atomic_fetch_add(&flags[a->index], 1);
+  if (a->depth == 2) return;
+  void *args[64];
+  size_t first = a->index * fanout + 1;
+  for (size_t j = 0; j < fanout; j++) {
+    tree[first + j] = (node_arg){first + j, a->depth + 1};
+    args[j] = &tree[first + j];
+  }
+  CHECK_OK(pool_submit_n(NULL, tree_task, args, fanout));
+}
+
+static void inside_batches(unsigned workers) {
+  pool_t *p = make_pool(workers);
+  fanout = 48;
+  size_t n = 1 + fanout + fanout * fanout;
+  free((void *)flags);
+  flags = flags_alloc(n);
+  nflags = n;
+  free(tree);
+  tree = calloc(n, sizeof *tree);
+  CHECK(tree);
+  tree[0] = (node_arg){0, 0};
+  CHECK_OK(pool_submit(p, tree_task, &tree[0]));
+  CHECK_OK(pool_wait_idle(p));
+  flags_check_once(flags, n, "tree node");
+  CHECK_OK(pool_destroy(p));
+}
+
+static atomic_uint null_calls;
+static void count_null(void *arg) {
+  CHECK(arg == NULL);
+  atomic_fetch_add(&null_calls, 1);
+}
+
+static void edge_cases(void) {
+  atomic_store(&null_calls, 0);
+  pool_t *p = make_pool(2);
+  CHECK_OK(pool_submit_n(p, count_null, NULL, 0));
+  CHECK_EQ(pool_submit_n(p, NULL, NULL, 5), EINVAL);
+  CHECK_OK(pool_submit_n(p, count_null, NULL, 1000));
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_EQ(atomic_load(&null_calls), 1000);
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- destroy racing producers ----------------------------------------- */
+
+enum { RACE_PRODUCERS = 4, RACE_MAX = 1 << 16 };
+static atomic_uint race_stopped;
+static atomic_uint race_started;
+static atomic_ulong nops_ran;
+
+static void nop(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&nops_ran, 1);
+}
+
+typedef struct race_producer {
+  pthread_t th;
+  pool_t *pool;
+  size_t lo;         /* its flags: [lo, lo + RACE_MAX) */
+  size_t accepted;   /* flagged tasks accepted: [lo, lo + accepted) */
+  unsigned long nops; /* unflagged tasks accepted once the flags ran out */
+  unsigned refusals; /* calls refused with ESHUTDOWN */
+} race_producer;
+
+static void *race_main(void *arg) {
+  race_producer *pr = arg;
+  void *args[8];
+  uint64_t s = pr->lo + 11;
+  atomic_fetch_add(&race_started, 1);
+  for (;;) {
+    size_t i = pr->lo + pr->accepted;
+    size_t k = 1 + next_rand(&s) % 8;
+    int rc;
+    if (pr->accepted + k > RACE_MAX) {
+      /* Out of flags before destroy began: keep knocking with tasks that
+       * only count themselves. */
+      rc = pool_submit(pr->pool, nop, NULL);
+      if (rc == 0) {
+        pr->nops++;
+        continue;
+      }
+    } else {
+      for (size_t j = 0; j < k; j++) args[j] = (void *)(uintptr_t)(i + j);
+      rc = k == 1 ? pool_submit(pr->pool, mark, args[0]) : pool_submit_n(pr->pool, mark, args, k);
+      if (rc == 0) {
+        pr->accepted += k;
+        continue;
+      }
+    }
+    CHECK_EQ(rc, ESHUTDOWN);
+    pr->refusals++;
+    break;
+  }
+  atomic_fetch_add(&race_stopped, 1);
+  return NULL;
+}
+
+/* Holds destroy's drain open until every producer has stopped. */
+static void gate(void *arg) {
+  (void)arg;
+  while (atomic_load(&race_stopped) < RACE_PRODUCERS) sched_yield();
+}
+
+static void destroy_racing_producers(unsigned workers, unsigned delay_ms) {
+  size_t n = RACE_PRODUCERS * (size_t)RACE_MAX;
+  free((void *)flags);
+  flags = flags_alloc(n);
+  nflags = n;
+  atomic_store(&race_stopped, 0);
+  atomic_store(&race_started, 0);
+  atomic_store(&nops_ran, 0);
+  pool_t *p = make_pool(workers);
+  CHECK_OK(pool_submit(p, gate, NULL));
+  race_producer pr[RACE_PRODUCERS];
+  for (unsigned i = 0; i < RACE_PRODUCERS; i++) {
+    pr[i] = (race_producer){.pool = p, .lo = i * (size_t)RACE_MAX};
+    CHECK_OK(pthread_create(&pr[i].th, NULL, race_main, &pr[i]));
+  }
+  while (atomic_load(&race_started) < RACE_PRODUCERS) sched_yield();
+  if (delay_ms) sleep_ms(delay_ms);
+  CHECK_OK(pool_destroy(p));
+  CHECK_EQ(atomic_load(&race_stopped), RACE_PRODUCERS); /* all stopped before it returned */
+  unsigned long nops = 0;
+  for (unsigned i = 0; i < RACE_PRODUCERS; i++) {
+    CHECK_OK(pthread_join(pr[i].th, NULL));
+    CHECK_EQ(pr[i].refusals, 1);
+    nops += pr[i].nops;
+    for (size_t j = 0; j < RACE_MAX; j++) {
+      unsigned v = atomic_load(&flags[pr[i].lo + j]);
+      CHECK_EQ(v, j < pr[i].accepted ? 1u : 0u); /* accepted: once; refused: never */
+    }
+  }
+  CHECK_EQ(atomic_load(&nops_ran), nops);
+}
+
+/* ---- a submitter that blocks ------------------------------------------ */
+
+static atomic_uint child_ran;
+
+static void child(void *arg) {
+  (void)arg;
+  atomic_store(&child_ran, 1);
+}
+
+/* mode 0: submit at once; 1: as soon as the other worker counts a sleep
+ * (it is between its last look and futex_wait, the window a lost wake-up
+ * needs); 2: once it has slept for a millisecond. Odd cycles submit with
+ * pool_submit_n, even ones with pool_submit. */
+typedef struct parent_arg {
+  unsigned mode;
+  int batch;
+} parent_arg;
+
+static void blocking_parent(void *arg) {
+  parent_arg *a = arg;
+  pool_t *p = pool_current();
+  CHECK(p != NULL && pool_threads(p) == 2);
+  unsigned other = 1u - (unsigned)pool_worker_id();
+  if (a->mode) {
+    pool_worker_stats_t s0, s;
+    CHECK_OK(pool_worker_stats(p, other, &s0));
+    do {
+      sched_yield();
+      CHECK_OK(pool_worker_stats(p, other, &s));
+    } while (s.sleeps == s0.sleeps);
+    if (a->mode == 2) sleep_ms(1);
+  }
+  void *args[1] = {NULL};
+  if (a->batch)
+    CHECK_OK(pool_submit_n(NULL, child, args, 1));
+  else
+    CHECK_OK(pool_submit(NULL, child, NULL));
+  while (!atomic_load(&child_ran)) sched_yield();
+}
+
+static void blocking_submitter(void) {
+  pool_t *p = make_pool(2);
+  unsigned long cycles = check_iters(3000);
+  for (unsigned long c = 0; c < cycles; c++) {
+    parent_arg a = {(unsigned)(c % 3), (int)(c & 1)};
+    atomic_store(&child_ran, 0);
+    CHECK_OK(pool_submit(p, blocking_parent, &a));
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_EQ(atomic_load(&child_ran), 1);
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
+int main(void) {
+  check_watchdog(240);
+  unsigned long rounds = check_iters(1);
+  for (unsigned long r = 0; r < rounds; r++) {
+    static const unsigned workers[] = {1, 2, 3};
+    static const unsigned producers[] = {1, 4, 16};
+    for (unsigned w = 0; w < 3; w++)
+      for (unsigned k = 0; k < 3; k++) outside_producers(workers[w], producers[k], 20000);
+    for (unsigned w = 0; w < 3; w++) inside_batches(workers[w]);
+    edge_cases();
+    blocking_submitter();
+    for (unsigned w = 1; w <= 3; w++)
+      for (unsigned d = 0; d < 3; d++) destroy_racing_producers(w, d);
+  }
+  free((void *)flags);
+  free(tree);
+  return 0;
+}

@@ -42,7 +42,7 @@
  * pool_destroy(). Each such call is either inside the pool (it entered
  * before destroy began): it completes normally, with the drain, and
  * destroy returns only after it has left; or it arrives once destroy began:
- * it returns ESHUTDOWN with no effect (pool_submit(), pool_spawn(),
+ * it returns ESHUTDOWN with no effect (pool_submit(), pool_submit_n(), pool_spawn(),
  * pool_join(), pool_group_spawn(), pool_parallel_for(),
  * pool_parallel_reduce(), pool_wait_idle(), pool_worker_stats();
  * pool_worker_cpu() returns -1), and touches nothing destroy frees. Waits

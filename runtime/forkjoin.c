@@ -479,6 +479,11 @@ int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
 /* Groups. */
 
 #define GROUP_MAGIC 0x67726F7570ull /* "group" */
+/* What an initialised group holds in `magic`: the constant folded with the
+ * group's own address, so that stale stack memory, where another group
+ * once lived at another address, never passes for an initialised (or a
+ * busy) group at this one. */
+#define GROUP_TAG(g) (GROUP_MAGIC ^ (uint64_t)(uintptr_t)(g))
 /* `pending` holds the child count in its low bits and, in this bit, "an
  * outside thread is blocked in pool_group_wait". A finishing child learns
  * both from its own decrement, so it notifies the pool's outside-waiter
@@ -529,21 +534,21 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
   if (!p) return rc;
   if (ws_pool_forked(p)) return EOWNERDEAD;
   ws_group *g = (ws_group *)pg;
-  WS_MISUSE_IF(g->magic == GROUP_MAGIC && (ws_u32_load(&g->waiting, ws_relaxed) != 0 ||
+  WS_MISUSE_IF(g->magic == GROUP_TAG(g) && (ws_u32_load(&g->waiting, ws_relaxed) != 0 ||
                                            (ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT)),
                "pool_group_init on a group with children pending or being waited on");
   g->pool = p;
   ws_i64_store(&g->pending, 0, ws_relaxed);
   ws_u32_store(&g->waiting, 0, ws_relaxed);
-  g->magic = GROUP_MAGIC;
+  g->magic = GROUP_TAG(g);
   return 0;
 }
 
 int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   if (!pg || !fn) return EINVAL;
   ws_group *g = (ws_group *)pg;
-  WS_MISUSE_IF(g->magic != GROUP_MAGIC, "pool_group_spawn on a group never initialised");
-  if (g->magic != GROUP_MAGIC) return EINVAL;
+  WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_spawn on a group never initialised");
+  if (g->magic != GROUP_TAG(g)) return EINVAL;
   struct pool *p = g->pool;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
@@ -585,8 +590,8 @@ static int group_wait(ws_group *g);
 int pool_group_wait(pool_group_t *pg) {
   if (!pg) return EINVAL;
   ws_group *g = (ws_group *)pg;
-  WS_MISUSE_IF(g->magic != GROUP_MAGIC, "pool_group_wait on a group never initialised");
-  if (g->magic != GROUP_MAGIC) return EINVAL;
+  WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_wait on a group never initialised");
+  if (g->magic != GROUP_TAG(g)) return EINVAL;
   /* Relaxed: only a concurrent wait (the misuse) races with it. */
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");

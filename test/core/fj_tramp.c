@@ -93,13 +93,13 @@ static void test_registers(void) {
   /* Misuse: each entry point answers EINVAL at once (spawn with a NULL
    * task in rsi, sync and take of a NULL task in rdi). */
   struct regs r = {.in = {0x1234, 0, (uint64_t)(uintptr_t)dummy_fn, 0x4444444444444444u}};
-  CALL_TRAMP("pool__spawn_tramp", &r);
+  CALL_TRAMP(pool__spawn_tramp, &r);
   check_regs(&r, EINVAL);
   struct regs s = {.in = {0, 0x2222222222222222u, 0x3333333333333333u, 0x4444444444444444u}};
-  CALL_TRAMP("pool__sync_tramp", &s);
+  CALL_TRAMP(pool__sync_tramp, &s);
   check_regs(&s, EINVAL);
   struct regs t = {.in = {0, 0x2222222222222222u, 0x3333333333333333u, 0x4444444444444444u}};
-  CALL_TRAMP("pool__take_tramp", &t);
+  CALL_TRAMP(pool__take_tramp, &t);
   check_regs(&t, EINVAL);
 
   /* Real work, from this outside thread: the spawn goes to the global queue
@@ -117,14 +117,14 @@ static void test_registers(void) {
     pool_task_t task;
     struct regs a = {.in = {(uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)&task,
                             (uint64_t)(uintptr_t)count_fn, (uint64_t)(uintptr_t)&ran}};
-    CALL_TRAMP("pool__spawn_tramp", &a);
+    CALL_TRAMP(pool__spawn_tramp, &a);
     check_regs(&a, 0);
     struct regs b = {.in = {(uint64_t)(uintptr_t)&task, 0x2222222222222222u,
                             0x3333333333333333u, 0x4444444444444444u}};
     if (i % 2)
-      CALL_TRAMP("pool__take_tramp", &b);
+      CALL_TRAMP(pool__take_tramp, &b);
     else
-      CALL_TRAMP("pool__sync_tramp", &b);
+      CALL_TRAMP(pool__sync_tramp, &b);
     int rc = (int)b.out[0];
     if (i % 2 && rc == POOL_TAKEN) {
       b.out[0] = 0; /* handed back unstarted: the caller does the work */

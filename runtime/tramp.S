@@ -27,6 +27,15 @@
  * does not see symbols defined in top-level asm, so a static libwspool.a
  * built with -flto lost them.
  *
+ * AVX-512: the header's clobber list names xmm0-15, x87 and flags, but not
+ * zmm16-31 or k0-7: a translation unit built without AVX-512 cannot name
+ * them, yet its inline spawn may be inlined into a target("avx512f")
+ * function that keeps values there, while the library's slow path (malloc,
+ * memcpy) may use them. So on a CPU with AVX-512 (ws__tramp_avx512, set at
+ * load time in cpu.c) the trampoline saves and restores them itself: about
+ * 1 KiB of stores, paid only on the library's slow path and only on such
+ * machines.
+ *
  * Control-flow enforcement (CET): the call into a trampoline is indirect
  * (through the GOT), so each starts with endbr64 when the build asks for
  * indirect-branch tracking (-fcf-protection, which defines __CET__); each
@@ -42,50 +51,97 @@
 #define WS_ENDBR
 #endif
 
-#define WS_TRAMP(name, target)          \
-  .globl name;                          \
-  .type name, @function;                \
-  .p2align 4;                           \
-name:                                   \
-  .cfi_startproc;                       \
-  WS_ENDBR;                             \
-  .cfi_def_cfa_offset 136;              \
-  .cfi_offset %rip, -136;               \
-  push %rbp;                            \
-  .cfi_def_cfa_offset 144;              \
-  .cfi_offset %rbp, -144;               \
-  mov %rsp, %rbp;                       \
-  .cfi_def_cfa_register %rbp;           \
-  push %rdi;                            \
-  push %rsi;                            \
-  push %rdx;                            \
-  push %rcx;                            \
-  push %r8;                             \
-  push %r9;                             \
-  push %r10;                            \
-  push %r11;                            \
-  and $-16, %rsp;                       \
-  call target@PLT;                      \
-  lea -64(%rbp), %rsp;                  \
-  pop %r11;                             \
-  pop %r10;                             \
-  pop %r9;                              \
-  pop %r8;                              \
-  pop %rcx;                             \
-  pop %rdx;                             \
-  pop %rsi;                             \
-  pop %rdi;                             \
-  pop %rbp;                             \
-  .cfi_restore %rbp;                    \
-  .cfi_def_cfa %rsp, 136;               \
-  ret;                                  \
-  .cfi_endproc;                         \
-  .size name, .-name
+/* zmm16-31 and k0-7 into the 1088 bytes below %rsp (64-byte aligned),
+ * and back. \kmov is kmovq with AVX512BW (64-bit masks), kmovw without. */
+  .macro ws_avx512_regs op, kmov, load
+  .irp r, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+  .if \load
+  vmovdqu64 (\r - 16) * 64(%rsp), %zmm\r
+  .else
+  vmovdqu64 %zmm\r, (\r - 16) * 64(%rsp)
+  .endif
+  .endr
+  .irp k, 0, 1, 2, 3, 4, 5, 6, 7
+  .if \load
+  \kmov 1024 + \k * 8(%rsp), %k\k
+  .else
+  \kmov %k\k, 1024 + \k * 8(%rsp)
+  .endif
+  .endr
+  .endm
+
+/* Saves (load 0) or restores (load 1) the AVX-512 state when the CPU has
+ * it: ws__tramp_avx512 is 0 without AVX-512F, 1 with it, 3 with AVX512BW
+ * too. Flags and rax are free here (the asm clobbers flags; rax carries
+ * no argument and is the result, kept in r11 around the restore). */
+  .macro ws_avx512 load
+  .if \load
+  mov %rax, %r11
+  .endif
+  movzbl ws__tramp_avx512(%rip), %eax
+  test $1, %eax
+  jz 3f
+  test $2, %eax
+  jz 1f
+  ws_avx512_regs vmovdqu64, kmovq, \load
+  jmp 2f
+1:
+  ws_avx512_regs vmovdqu64, kmovw, \load
+2:
+3:
+  .if \load
+  mov %r11, %rax
+  .endif
+  .endm
+
+  .macro ws_tramp name, target
+  .globl \name
+  .type \name, @function
+  .p2align 4
+\name:
+  .cfi_startproc
+  WS_ENDBR
+  .cfi_def_cfa_offset 136
+  .cfi_offset %rip, -136
+  push %rbp
+  .cfi_def_cfa_offset 144
+  .cfi_offset %rbp, -144
+  mov %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  push %rdi
+  push %rsi
+  push %rdx
+  push %rcx
+  push %r8
+  push %r9
+  push %r10
+  push %r11
+  and $-64, %rsp
+  sub $1088, %rsp               /* the AVX-512 save area; keeps 64-byte alignment */
+  ws_avx512 0
+  call \target@PLT
+  ws_avx512 1
+  lea -64(%rbp), %rsp
+  pop %r11
+  pop %r10
+  pop %r9
+  pop %r8
+  pop %rcx
+  pop %rdx
+  pop %rsi
+  pop %rdi
+  pop %rbp
+  .cfi_restore %rbp
+  .cfi_def_cfa %rsp, 136
+  ret
+  .cfi_endproc
+  .size \name, .-\name
+  .endm
 
   .text
-WS_TRAMP(pool__spawn_tramp, pool__spawn_full)
-WS_TRAMP(pool__sync_tramp, pool__sync_full)
-WS_TRAMP(pool__take_tramp, pool__take_full)
+  ws_tramp pool__spawn_tramp, pool__spawn_full
+  ws_tramp pool__sync_tramp, pool__sync_full
+  ws_tramp pool__take_tramp, pool__take_full
 
 #if defined(__CET__)
 /* NT_GNU_PROPERTY_TYPE_0 with GNU_PROPERTY_X86_FEATURE_1_AND: the CET

@@ -28,17 +28,19 @@
 extern "C" {
 #endif
 
+/** \cond WSPOOL_INTERNAL */
 #if defined(WSPOOL_BUILDING) && defined(__GNUC__)
 #define POOL_API __attribute__((visibility("default")))
 #else
 #define POOL_API
 #endif
+/** \endcond */
 
 /** \defgroup version Version
  *  @{ */
-#define WSPOOL_VERSION_MAJOR 0
-#define WSPOOL_VERSION_MINOR 1
-#define WSPOOL_VERSION_PATCH 0
+#define WSPOOL_VERSION_MAJOR 0 /**< incompatible API changes */
+#define WSPOOL_VERSION_MINOR 1 /**< compatible additions */
+#define WSPOOL_VERSION_PATCH 0 /**< fixes */
 /** @} */
 
 /** \defgroup pool Pools, submission and waiting
@@ -186,7 +188,7 @@ POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_
  * pool_spawn() until pool_sync() returns. Spawning allocates nothing.
  */
 typedef struct pool_task {
-  void *wsp_private[8];
+  void *wsp_private[8]; /**< the runtime's; never read or written by callers */
 } pool_task_t;
 
 /** Returned by pool_take() when the caller got the task back unstarted and
@@ -259,7 +261,7 @@ POOL_API int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_
 
 /** A task group: any number of children, wait for all. */
 typedef struct pool_group {
-  void *wsp_private[4];
+  void *wsp_private[4]; /**< the runtime's; never read or written by callers */
 } pool_group_t;
 
 /** \brief Initialise a group on \p pool. \return 0; EINVAL for NULL \p g or no pool. */

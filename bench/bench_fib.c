@@ -33,7 +33,12 @@ __attribute__((noinline)) static long fib(int n) {
 /* The same source with both recursive calls kept: GCC's tail-recursion pass
  * turns fib() above into a loop around one call (an accumulator), which
  * halves its calls. Informational row only; the targets use fib(). */
-__attribute__((noinline, optimize("no-optimize-sibling-calls"))) static long fib_calls(int n) {
+#if defined(__clang__)
+#define FIB_KEEP_CALLS __attribute__((noinline, disable_tail_calls))
+#else
+#define FIB_KEEP_CALLS __attribute__((noinline, optimize("no-optimize-sibling-calls")))
+#endif
+FIB_KEEP_CALLS static long fib_calls(int n) {
   if (n < 2) return n;
   return fib_calls(n - 1) + fib_calls(n - 2);
 }

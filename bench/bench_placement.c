@@ -35,7 +35,6 @@ static long fib_want;
 
 static size_t nitems = 4000000;
 static double *data;
-static volatile double sink;
 
 static __attribute__((noinline)) double item(size_t i) {
   double x = (double)(i & 1023);

@@ -90,17 +90,19 @@
 extern "C" {
 #endif
 
+/** \cond WSPOOL_INTERNAL */
 #if defined(WSPOOL_BUILDING) && defined(__GNUC__)
 #define POOL_API __attribute__((visibility("default")))
 #else
 #define POOL_API
 #endif
+/** \endcond */
 
 /** \defgroup version Version
  *  @{ */
-#define WSPOOL_VERSION_MAJOR 0
-#define WSPOOL_VERSION_MINOR 1
-#define WSPOOL_VERSION_PATCH 0
+#define WSPOOL_VERSION_MAJOR 0 /**< incompatible API changes */
+#define WSPOOL_VERSION_MINOR 1 /**< compatible additions */
+#define WSPOOL_VERSION_PATCH 0 /**< fixes */
 /** @} */
 
 /** \defgroup pool Pools, submission and waiting
@@ -277,7 +279,7 @@ POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_
  * pool_spawn() until pool_sync() returns. Spawning allocates nothing.
  */
 typedef struct pool_task {
-  void *wsp_private[8];
+  void *wsp_private[8]; /**< the runtime's; never read or written by callers */
 } pool_task_t;
 
 /** Returned by pool_take() when the caller got the task back unstarted and
@@ -350,7 +352,7 @@ POOL_API int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_
 
 /** A task group: any number of children, wait for all. */
 typedef struct pool_group {
-  void *wsp_private[4];
+  void *wsp_private[4]; /**< the runtime's; never read or written by callers */
 } pool_group_t;
 
 /** \brief Initialise a group on \p pool. \return 0; EINVAL for NULL \p g or no pool. */
@@ -488,8 +490,10 @@ struct pool__frame { /* the layout of a pool_task_t */
   void *thief;
   unsigned state;
 };
+/* 128 bytes between what the owner writes and what thieves write: adjacent-
+ * line prefetchers pair 64-byte lines (runtime/atomics.h, WS_CACHELINE). */
 #if defined(__GNUC__)
-#define POOL__LINE_ALIGNED __attribute__((__aligned__(64)))
+#define POOL__LINE_ALIGNED __attribute__((__aligned__(128)))
 #else
 #define POOL__LINE_ALIGNED
 #endif
@@ -497,9 +501,9 @@ struct pool__tls {
   void **top;
   void *pool;
   uint64_t tasks;
-  char wsp_pad[64 - 2 * sizeof(void *) - sizeof(uint64_t)];
+  char wsp_pad[128 - 2 * sizeof(void *) - sizeof(uint64_t)];
   uintptr_t limit;
-  char wsp_pad2[64 - sizeof(uintptr_t)];
+  char wsp_pad2[128 - sizeof(uintptr_t)];
 } POOL__LINE_ALIGNED;
 #define POOL__FRAME_IDLE 0u /* a frame's state when it is free */
 
@@ -556,13 +560,24 @@ extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exe
       "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)",    \
       "st(4)", "st(5)", "st(6)", "st(7)", "mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6",       \
       "mm7" POOL__CLOBBER_AVX512
+/* The trampolines (runtime/tramp.S). Each asm names its trampoline in its
+ * text and also takes it as an operand it does not use ("X": no code), so
+ * that a link-time optimiser, which cannot read asm text, sees the
+ * reference: with -flto and the static library it would otherwise drop
+ * the library code only the trampolines call. */
+POOL_API void pool__spawn_tramp(void);
+POOL_API void pool__sync_tramp(void);
+POOL_API void pool__take_tramp(void);
 #define POOL__TRAMP(name) \
-  "lea -128(%%rsp), %%rsp\n\tcall *" name "@GOTPCREL(%%rip)\n\tlea 128(%%rsp), %%rsp"
-#define POOL__SLOW_TASK(name, full, task)                                                 \
-  do {                                                                                   \
-    int pool__rc;                                                                        \
-    __asm__ __volatile__(POOL__TRAMP(name) : "=a"(pool__rc) : "D"(task) : POOL__CLOBBERS); \
-    return pool__rc;                                                                     \
+  "lea -128(%%rsp), %%rsp\n\tcall *" #name "@GOTPCREL(%%rip)\n\tlea 128(%%rsp), %%rsp"
+#define POOL__SLOW_TASK(name, full, task)                                                   \
+  do {                                                                                     \
+    int pool__rc;                                                                          \
+    __asm__ __volatile__(POOL__TRAMP(name)                                                 \
+                         : "=a"(pool__rc)                                                  \
+                         : "D"(task), "X"(name)                                            \
+                         : POOL__CLOBBERS);                                                \
+    return pool__rc;                                                                       \
   } while (0)
 #else
 #define POOL__SLOW_TASK(name, full, task) return full(task)
@@ -589,9 +604,9 @@ POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *a
   }
 #ifdef POOL__CLOBBERS
   int rc;
-  __asm__ __volatile__(POOL__TRAMP("pool__spawn_tramp")
+  __asm__ __volatile__(POOL__TRAMP(pool__spawn_tramp)
                        : "=a"(rc)
-                       : "D"(pool), "S"(task), "d"(fn), "c"(arg)
+                       : "D"(pool), "S"(task), "d"(fn), "c"(arg), "X"(pool__spawn_tramp)
                        : POOL__CLOBBERS);
   return rc;
 #else
@@ -617,12 +632,12 @@ POOL__INLINE int pool_sync(pool_task_t *task) {
     pool__tls.tasks++; /* this thread's own: a plain increment */
     return 0;
   }
-  POOL__SLOW_TASK("pool__sync_tramp", pool__sync_full, task);
+  POOL__SLOW_TASK(pool__sync_tramp, pool__sync_full, task);
 }
 
 POOL__INLINE int pool_take(pool_task_t *task) {
   if (pool__pop_private(task)) return POOL_TAKEN;
-  POOL__SLOW_TASK("pool__take_tramp", pool__take_full, task);
+  POOL__SLOW_TASK(pool__take_tramp, pool__take_full, task);
 }
 
 #ifdef __cplusplus

@@ -62,6 +62,16 @@ static inline void ws__ao_store(volatile AO_t *p, AO_t v, ws_order o) {
   default: AO_store_full(p, v); break;
   }
 }
+
+/* A word of the public header's inline ABI, declared there as a plain
+ * uintptr_t (the header cannot use _Atomic, which C++ does not have):
+ * accessed through its address, as the header does with GNU builtins. */
+static inline uintptr_t ws_abi_load(const uintptr_t *p, ws_order o) {
+  return (uintptr_t)ws__ao_load((const volatile AO_t *)p, o);
+}
+static inline void ws_abi_store(uintptr_t *p, uintptr_t v, ws_order o) {
+  ws__ao_store((volatile AO_t *)p, (AO_t)v, o);
+}
 static inline AO_t ws__ao_faa(volatile AO_t *p, AO_t v, ws_order o) {
   switch (o) {
   case ws_relaxed: return AO_fetch_and_add(p, v);
@@ -166,6 +176,16 @@ static inline void ws_fence(ws_order o) { atomic_thread_fence((memory_order)o); 
 /* Orders memory accesses for the compiler only (no instruction): the light
  * half of an asymmetric fence pair (sleep.c). */
 static inline void ws_compiler_fence(void) { atomic_signal_fence(memory_order_seq_cst); }
+/* A word of the public header's inline ABI, declared there as a plain
+ * uintptr_t (the header cannot use _Atomic, which C++ does not have):
+ * accessed with the same GNU builtins the header uses, which compile to
+ * the C11 atomics and which ThreadSanitizer instruments alike. */
+static inline uintptr_t ws_abi_load(const uintptr_t *p, ws_order o) {
+  return __atomic_load_n(p, (int)o);
+}
+static inline void ws_abi_store(uintptr_t *p, uintptr_t v, ws_order o) {
+  __atomic_store_n(p, v, (int)o);
+}
 
 /* Failure order of a CAS: the strongest one allowed for the success order
  * (C11 forbids release/acq_rel as failure orders). */
@@ -221,8 +241,12 @@ static inline void ws_counter_add(ws_u64 *c, uint64_t n) {
   ws_u64_store(c, ws_u64_load(c, ws_relaxed) + n, ws_relaxed);
 }
 
-/* Keep hot shared words on their own cache line. */
-#define WS_CACHELINE 64
+/* Keep words other threads write on lines of their own: 128 bytes, not 64,
+ * because the adjacent-line prefetchers of x86-64 (and the 128-byte lines
+ * of some arm64 parts) pull pairs of lines, so two words 64 bytes apart
+ * still share traffic (crossbeam's CachePadded makes the same choice). The
+ * header's inline ABI (struct pool__tls) uses the same separation. */
+#define WS_CACHELINE 128
 #define WS_ALIGNED _Alignas(WS_CACHELINE)
 
 #endif /* WS_ATOMICS_H */

@@ -65,13 +65,10 @@ _Static_assert(SAME_FIELD(ws_frame, fn, struct pool__frame, fn) &&
                    SAME_FIELD(ws_frame, arg, struct pool__frame, arg) &&
                    SAME_FIELD(ws_frame, state, struct pool__frame, state),
                "ws_frame and struct pool__frame differ");
-_Static_assert(SAME_FIELD(ws_tls, top, struct pool__tls, top) &&
-                   SAME_FIELD(ws_tls, pool, struct pool__tls, pool) &&
-                   SAME_FIELD(ws_tls, tasks, struct pool__tls, tasks) &&
-                   SAME_FIELD(ws_tls, limit, struct pool__tls, limit) &&
-                   sizeof(ws_tls) == sizeof(struct pool__tls) &&
-                   _Alignof(ws_tls) == _Alignof(struct pool__tls),
-               "ws_tls and struct pool__tls differ");
+/* Thieves write `limit`; the owner's fields sit WS_CACHELINE apart. */
+_Static_assert(offsetof(struct pool__tls, limit) >= WS_CACHELINE &&
+                   sizeof(struct pool__tls) - offsetof(struct pool__tls, limit) >= WS_CACHELINE,
+               "struct pool__tls: limit must be on a line pair of its own");
 
 /* What top points past on threads that are not workers: top[-1] is never
  * a frame, so the inline sync and take call the library without testing
@@ -80,7 +77,7 @@ static void *idle_slots[1] = {idle_slots};
 
 /* The inline paths find the current worker's private stack and fast-path
  * limit here. */
-POOL_API __thread ws_tls pool__tls __attribute__((tls_model("initial-exec"))) = {
+POOL_API __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec"))) = {
     .top = idle_slots + 1};
 
 void ws_set_self(ws_worker *w) {
@@ -88,7 +85,7 @@ void ws_set_self(ws_worker *w) {
     ws__self = w;
     pool__tls.top = (void **)w->priv_lo;
     pool__tls.pool = w->pool;
-    ws_size_store(&pool__tls.limit, 0, ws_relaxed);
+    ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
     /* Release: a thief that loads this pointer (acquire) may write the
      * word it points to. Stored before this worker pushes anything, so a
      * thief that took one of its tasks sees it (the deque's release and
@@ -106,7 +103,7 @@ void ws_set_self(ws_worker *w) {
   ws__self = NULL;
   pool__tls.top = idle_slots + 1;
   pool__tls.pool = NULL;
-  ws_size_store(&pool__tls.limit, 0, ws_relaxed);
+  ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
 }
 
 /* Runs a frame that left its owner's fast path: stolen, popped while the
@@ -184,17 +181,17 @@ void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
 static void fast_open(ws_worker *w) {
   /* Debug checks see every spawn and sync: the fast path stays closed. */
   if (w->trace || WS_DEBUG) return;
-  ws_size_store(&pool__tls.limit, (size_t)(uintptr_t)w->priv_end, ws_relaxed);
+  ws_abi_store(&pool__tls.limit, (uintptr_t)w->priv_end, ws_relaxed);
   ws_fence(ws_seq_cst);
-  if (ws_deque_size_hint(&w->dq) <= 0) ws_size_store(&pool__tls.limit, 0, ws_relaxed);
+  if (ws_deque_size_hint(&w->dq) <= 0) ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
 }
 
 void ws_ask_publish(ws_worker *v) {
   /* v's limit, in v's thread-local block while v's thread runs (see
    * ws_set_self; acquire pairs with its release). */
-  ws_size *limit = ws_ptr_load(&v->limitp, ws_acquire);
+  uintptr_t *limit = ws_ptr_load(&v->limitp, ws_acquire);
   /* Test first so idle thieves do not keep the line bouncing. */
-  if (ws_size_load(limit, ws_seq_cst) != 0) ws_size_store(limit, 0, ws_seq_cst);
+  if (ws_abi_load(limit, ws_seq_cst) != 0) ws_abi_store(limit, 0, ws_seq_cst);
 }
 
 /* A private frame has only fn and arg (the inline spawn sets no more): the
@@ -288,7 +285,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     return rc;
   }
   if (w->trace || WS_DEBUG) goto public;
-  if (ws_size_load(&pool__tls.limit, ws_relaxed) == 0) {
+  if (ws_abi_load(&pool__tls.limit, ws_relaxed) == 0) {
     /* Nothing public, or a thief found it so: publish the oldest half of
      * the private frames, or this one if there are none. */
     size_t n = (size_t)(ws_top() - w->priv_lo);
@@ -318,7 +315,7 @@ public:
 int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   if (__builtin_expect(w && task && fn && (!pool || pool == w->pool) &&
-                           (uintptr_t)ws_top() < ws_size_load(&pool__tls.limit, ws_relaxed),
+                           (uintptr_t)ws_top() < ws_abi_load(&pool__tls.limit, ws_relaxed),
                        1)) {
     /* The common case, as in wspool.h: a private frame. Only the owner
      * reads it unless it is published later (frame_make_public sets the

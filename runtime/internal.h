@@ -54,8 +54,8 @@ typedef struct ws_worker {
    * and again before the thread ends; every worker of the pool has stopped
    * looking for work before any of their threads ends (worker.c), so no
    * thief writes into a thread's block after it is gone. */
-  ws_ptr limitp; /* ws_size * */
-  ws_size limit_parked;
+  ws_ptr limitp; /* uintptr_t *, accessed with ws_abi_load/store */
+  uintptr_t limit_parked;
   WS_ALIGNED ws_deque dq; /* its own cache lines */
   /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, ws_top())
    * are frames newer than everything in `dq`, not yet visible to thieves.
@@ -82,7 +82,10 @@ typedef struct ws_worker {
   unsigned nvictims;
   unsigned level_end[4];
   unsigned nlevels;
-  char *stack_lo;      /* lowest address of this worker's stack */
+  /* Lowest address of this worker's stack, as an integer (ws_may_help);
+   * an estimate from the requested size when the thread's attributes
+   * cannot be read (worker.c). */
+  uintptr_t stack_lo;
   size_t help_reserve; /* help while waiting only with more stack than this */
   ws_node_cache nodes;
   ws_stats stats;
@@ -133,24 +136,18 @@ static inline ws_worker *ws_self(void) { return ws__self; }
  * thread. */
 void ws_set_self(ws_worker *w);
 
-/* The header's `struct pool__tls` (wspool.h, where each field is
- * described) with the runtime's atomic type for `limit`; forkjoin.c checks
- * that the layouts agree. Every field but `limit` belongs to its own
- * thread and needs no atomics.
+/* The thread's block of the header's inline ABI: `struct pool__tls`
+ * (wspool.h, where each field is described), the one type the library and
+ * every caller declare it with, so that link-time optimisation across the
+ * two sees one object of one type. Every field but `limit` belongs to its
+ * own thread and needs no atomics; `limit` is read and written with
+ * ws_abi_load/ws_abi_store (atomics.h), as the header does.
  * top: one past the calling worker's newest private frame. Thread-local
  * rather than in ws_worker because every spawn and sync of a recursion
  * reads and writes it in turn: through a pointer that chain of loads and
  * stores waits for a store-to-load forwarding per step (docs/design.md,
  * section 6). */
-typedef struct ws_tls {
-  WS_ALIGNED void **top;
-  struct pool *pool;
-  uint64_t tasks;
-  char pad[64 - 2 * sizeof(void *) - sizeof(uint64_t)];
-  ws_size limit;
-  char pad2[64 - sizeof(ws_size)];
-} ws_tls;
-extern __thread ws_tls pool__tls __attribute__((tls_model("initial-exec")));
+extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
 static inline ws_task **ws_top(void) { return (ws_task **)pool__tls.top; }
 static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
 
@@ -193,7 +190,7 @@ void ws_priv_init(ws_worker *w, ws_task **block, size_t cap);
 /* Closing the fast spawn path (forkjoin.c): the owner when its deque looks
  * empty, a thief that found it empty or took its last task. */
 static inline void ws_fast_close(void) {
-  if (ws_size_load(&pool__tls.limit, ws_relaxed) != 0) ws_size_store(&pool__tls.limit, 0, ws_relaxed);
+  if (ws_abi_load(&pool__tls.limit, ws_relaxed) != 0) ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
 }
 void ws_ask_publish(ws_worker *victim);
 
@@ -259,10 +256,13 @@ static inline void ws_run(ws_worker *w, ws_task *t) {
  * `hint` first when given. NULL when nothing was found. */
 ws_task *ws_find_work(ws_worker *w, ws_worker *hint);
 
-/* True while the worker may run other tasks on its stack while waiting. */
+/* True while the worker may run other tasks on its stack while waiting.
+ * Addresses compared as integers: C defines pointer subtraction only
+ * within one object, and stack_lo is not one we own. */
 static inline bool ws_may_help(const ws_worker *w) {
   char here;
-  return (size_t)(&here - w->stack_lo) > w->help_reserve;
+  uintptr_t sp = (uintptr_t)&here;
+  return sp > w->stack_lo && sp - w->stack_lo > w->help_reserve;
 }
 
 /* Wait, helping, until *word == value / (*count & mask) == 0 (acquire).

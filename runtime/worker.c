@@ -241,11 +241,20 @@ void *ws_worker_main(void *arg) {
   ws_set_self(w);
 
   pthread_attr_t attr;
+  void *lo = NULL;
+  size_t size;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void *lo;
-    size_t size;
-    if (pthread_attr_getstack(&attr, &lo, &size) == 0) w->stack_lo = lo;
+    if (pthread_attr_getstack(&attr, &lo, &size) != 0) lo = NULL;
     pthread_attr_destroy(&attr);
+  }
+  if (lo) {
+    w->stack_lo = (uintptr_t)lo;
+  } else {
+    /* Unknown: the thread was created with cfg.stack_size bytes and this
+     * frame is near its top. Counting 64 KiB of it as already used errs on
+     * the side of helping less, never of overflowing. */
+    uintptr_t here = (uintptr_t)&attr, size_guess = p->cfg.stack_size;
+    w->stack_lo = here > size_guess ? here - size_guess + (64u << 10) : 0;
   }
 
   for (;;) {

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The whole test suite, as CI runs it: four builds, each with `meson test`.
-#   release  -Dwerror=true
-#   tsan     ThreadSanitizer
-#   asan     AddressSanitizer + UndefinedBehaviorSanitizer
-#   ao       the libatomic_ops backend, -Dwerror=true
-#   debug    -Ddebug_checks=true: every misuse the header names is reported
+# The whole test suite, as CI runs it: nine builds, each with `meson test`.
+#   release     gcc, -Dwerror=true, and the Doxygen reference (warnings fail)
+#   tsan        gcc, ThreadSanitizer
+#   asan        gcc, AddressSanitizer + UndefinedBehaviorSanitizer
+#   ao          gcc, the libatomic_ops backend and the portable futex
+#               fallback (mutex + condition variable buckets), -Dwerror=true
+#   clang       clang, -Dwerror=true
+#   clang-tsan  clang, ThreadSanitizer
+#   lto         gcc, -Db_lto=true and -fcf-protection=full (a distribution's
+#               flags); the packaging test builds a static LTO subproject user
+#   aarch64     gcc cross to arm64 Linux, the tests under qemu-user, hwloc
+#               off (docs/platforms.md says what that leg shows)
+#   debug       gcc, -Ddebug_checks=true: every misuse the header names is
+#               reported, the runtime's invariants asserted
 # Ends with one line "N passed, N failed, N skipped" and exits non-zero on any
 # failure (a build that fails counts as one failure).
 # WSPOOL_CONFIGS="release tsan" runs a subset; WSPOOL_STRESS=N lengthens the
@@ -14,7 +22,7 @@ set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
 mkdir -p "$root/build-test"
-configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug"}
+configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug clang clang-tsan lto aarch64"}
 passed=0 failed=0 skipped=0
 
 opts_for() {
@@ -22,8 +30,12 @@ opts_for() {
   release) echo "-Dbuildtype=release -Dwerror=true" ;;
   tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
   asan) echo "-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dpeers=disabled" ;;
-  ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dpeers=disabled" ;;
+  ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dfutex=false -Dpeers=disabled" ;;
   debug) echo "-Dbuildtype=debugoptimized -Dwerror=true -Ddebug_checks=true -Dpeers=disabled" ;;
+  clang) echo "-Dbuildtype=release -Dwerror=true -Dpeers=disabled" ;;
+  clang-tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
+  lto) echo "-Dbuildtype=release -Dwerror=true -Db_lto=true -Dc_args=-fcf-protection=full -Dpeers=disabled" ;;
+  aarch64) echo "--cross-file $root/test/cross/aarch64-linux-gnu.ini -Dbuildtype=release -Dwerror=true -Dhwloc=disabled -Dpeers=disabled" ;;
   *) return 1 ;;
   esac
 }
@@ -38,8 +50,11 @@ for c in $configs; do
   opts=$(opts_for "$c") || { echo "unknown config $c"; failed=$((failed + 1)); continue; }
   echo "=== $c: meson setup $opts"
   rm -rf "$dir"
+  # The clang legs build with clang (CC is read at setup only).
+  cc_env=()
+  case "$c" in clang*) cc_env=(env CC=clang CXX=clang++) ;; esac
   # shellcheck disable=SC2086
-  if ! meson setup "$dir" $opts >"$root/build-test/$c.setup.log" 2>&1 ||
+  if ! "${cc_env[@]}" meson setup "$dir" $opts >"$root/build-test/$c.setup.log" 2>&1 ||
     ! ninja -C "$dir" >"$root/build-test/$c.build.log" 2>&1; then
     echo "=== $c: BUILD FAILED"
     tail -n 30 "$root/build-test/$c.setup.log" "$root/build-test/$c.build.log" 2>/dev/null

@@ -34,6 +34,7 @@ static void reset_flags(size_t n) {
 static void busy(unsigned iters) {
   volatile unsigned x = 0;
   for (unsigned i = 0; i < iters; i++) x += i;
+  (void)x;
 }
 
 static void slow_mark(void *arg) {

@@ -140,6 +140,7 @@ static void other_mark(void *arg) {
   (void)arg;
   volatile unsigned x = 0;
   for (unsigned i = 0; i < 3000; i++) x += i;
+  (void)x;
   atomic_fetch_add(&other_marks, 1);
 }
 

@@ -4,12 +4,17 @@
 # libraries (with a soversion) and the pkg-config file in place; a program
 # builds and runs against the installed package through pkg-config, shared
 # and static; and wspool works as a meson subproject.
-#   packaging.sh SOURCE_ROOT BUILD_ROOT SANITIZE
+#   packaging.sh SOURCE_ROOT BUILD_ROOT SANITIZE CROSS LTO
+# With LTO true, the subproject user is built with -Db_lto=true against the
+# static library, so the library and the header's inline code are
+# optimised together.
 set -euo pipefail
-src=$1 build=$2 sanitize=$3
+src=$1 build=$2 sanitize=$3 cross=${4:-false} lto=${5:-false}
 # A sanitizer build's library needs the sanitizer runtime in every program
-# linked against it; the packaging check is about the plain build.
+# linked against it; the packaging check is about the plain build. A cross
+# build's library cannot link with the host's cc.
 [ "$sanitize" = none ] || exit 77
+[ "$cross" = false ] || exit 77
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 meson install -C "$build" --destdir "$tmp/root" --no-rebuild >"$tmp/install.log" 2>&1 ||
@@ -53,14 +58,20 @@ if grep -q libwspool <<<"$linked"; then echo "static build still loads libwspool
 mkdir -p "$tmp/user/subprojects"
 ln -s "$src" "$tmp/user/subprojects/wspool"
 cp "$src/examples/hello.c" "$tmp/user/"
+cp "$src/examples/fib.c" "$tmp/user/"
 cat >"$tmp/user/meson.build" <<'MESON'
-project('user', 'c', default_options: ['c_std=gnu11'])
+project('user', 'c', default_options: ['c_std=gnu11', 'warning_level=3', 'werror=true'])
 wspool = dependency('wspool', fallback: ['wspool', 'wspool_dep'],
-                    default_options: ['tests=false', 'examples=false', 'peers=disabled'])
+                    default_options: ['tests=false', 'examples=false', 'peers=disabled',
+                                      'default_library=' + get_option('default_library')])
 executable('hello', 'hello.c', dependencies: wspool)
+executable('fib', 'fib.c', dependencies: wspool)
 MESON
-meson setup "$tmp/user/build" "$tmp/user" --wrap-mode=forcefallback >"$tmp/sub.log" 2>&1 ||
-  { cat "$tmp/sub.log"; exit 1; }
+sub_opts=()
+[ "$lto" = true ] && sub_opts=(-Db_lto=true -Ddefault_library=static -Dbuildtype=release)
+meson setup "$tmp/user/build" "$tmp/user" --wrap-mode=forcefallback "${sub_opts[@]}" \
+  >"$tmp/sub.log" 2>&1 || { cat "$tmp/sub.log"; exit 1; }
 ninja -C "$tmp/user/build" >>"$tmp/sub.log" 2>&1 || { cat "$tmp/sub.log"; exit 1; }
 "$tmp/user/build/hello" 20
+"$tmp/user/build/fib" 22 >/dev/null
 echo "packaging: install, pkg-config (shared, static) and subproject all work"

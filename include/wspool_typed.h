@@ -26,7 +26,8 @@
  * arguments; `POOL_VOID_TASK(NAME, T1, ..., Tk)` and
  * `POOL_VOID_TASK_0(NAME)` tasks of functions returning void. End each with
  * a semicolon, at file scope. Argument and result types must be complete
- * object types that can be assigned (no arrays: pass a pointer or a struct).
+ * object types that can be assigned (no arrays: pass a pointer or a struct;
+ * in C++, trivially copyable types, since they share a union in the frame).
  * The macro generates, for a task NAME:
  *  - `NAME_frame`: the frame, a `pool_task_t` (member `task`) followed by
  *    the arguments, whose storage the result reuses. The caller owns it

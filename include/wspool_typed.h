@@ -72,10 +72,10 @@
 
 /** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..6 (see the file's
  *  documentation above). */
-#define POOL_TASK(RTYPE, NAME, ...) \
+#define POOL_TASK(RTYPE, NAME, ...)                                                             \
   POOL__CAT(POOL_TASK_, POOL__NARG(__VA_ARGS__))(RTYPE, NAME, __VA_ARGS__)
 /** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..6. */
-#define POOL_VOID_TASK(NAME, ...) \
+#define POOL_VOID_TASK(NAME, ...)                                                               \
   POOL__CAT(POOL_VOID_TASK_, POOL__NARG(__VA_ARGS__))(NAME, __VA_ARGS__)
 
 /** The per-arity forms POOL_TASK() and POOL_VOID_TASK() choose from; k = 0
@@ -83,24 +83,27 @@
  *  spawn, the stores of spawn, and the arguments of the call. */
 #define POOL_TASK_0(RTYPE, NAME) POOL__TASK(RTYPE, NAME, (char wsp_none;), (), (), ())
 #define POOL_TASK_1(RTYPE, NAME, T1) POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY1(T1)))
-#define POOL_TASK_2(RTYPE, NAME, T1, T2) POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY2(T1, T2)))
-#define POOL_TASK_3(RTYPE, NAME, T1, T2, T3) POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY3(T1, T2, T3)))
-#define POOL_TASK_4(RTYPE, NAME, T1, T2, T3, T4) \
+#define POOL_TASK_2(RTYPE, NAME, T1, T2) \
+  POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY2(T1, T2)))
+#define POOL_TASK_3(RTYPE, NAME, T1, T2, T3) \
+  POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY3(T1, T2, T3)))
+#define POOL_TASK_4(RTYPE, NAME, T1, T2, T3, T4)                                                \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY4(T1, T2, T3, T4)))
-#define POOL_TASK_5(RTYPE, NAME, T1, T2, T3, T4, T5) \
+#define POOL_TASK_5(RTYPE, NAME, T1, T2, T3, T4, T5)                                            \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY5(T1, T2, T3, T4, T5)))
-#define POOL_TASK_6(RTYPE, NAME, T1, T2, T3, T4, T5, T6) \
+#define POOL_TASK_6(RTYPE, NAME, T1, T2, T3, T4, T5, T6)                                        \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
 
 #define POOL_VOID_TASK_0(NAME) POOL__VOID_TASK(NAME, (char wsp_none;), (), (), ())
 #define POOL_VOID_TASK_1(NAME, T1) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY1(T1)))
 #define POOL_VOID_TASK_2(NAME, T1, T2) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY2(T1, T2)))
-#define POOL_VOID_TASK_3(NAME, T1, T2, T3) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY3(T1, T2, T3)))
-#define POOL_VOID_TASK_4(NAME, T1, T2, T3, T4) \
+#define POOL_VOID_TASK_3(NAME, T1, T2, T3) \
+  POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY3(T1, T2, T3)))
+#define POOL_VOID_TASK_4(NAME, T1, T2, T3, T4)                                                  \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY4(T1, T2, T3, T4)))
-#define POOL_VOID_TASK_5(NAME, T1, T2, T3, T4, T5) \
+#define POOL_VOID_TASK_5(NAME, T1, T2, T3, T4, T5)                                              \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY5(T1, T2, T3, T4, T5)))
-#define POOL_VOID_TASK_6(NAME, T1, T2, T3, T4, T5, T6) \
+#define POOL_VOID_TASK_6(NAME, T1, T2, T3, T4, T5, T6)                                          \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
 /** @} */
 
@@ -108,6 +111,15 @@
 #define POOL__CAT(a, b) POOL__CAT_(a, b)
 #define POOL__CAT_(a, b) a##b
 #define POOL__UNPAREN(...) __VA_ARGS__
+/* The generated functions a program does not call draw no warning (clang
+ * warns about unused static inline functions written in the main file,
+ * which is where the macro expands). */
+#if defined(__GNUC__)
+#define POOL__MAYBE_UNUSED __attribute__((__unused__))
+#else
+#define POOL__MAYBE_UNUSED
+#endif
+#define POOL__TASKFN static inline POOL__MAYBE_UNUSED
 /* m applied to a parenthesised list whose macros expand first. */
 #define POOL__APPLY(m, args) m args
 /* How many arguments, 1..6. */
@@ -124,83 +136,83 @@
 #define POOL__F(i) pool__f->u.a.a##i
 #define POOL__S(i) POOL__F(i) = pool__a##i;
 #define POOL__ARITY1(T1) (T1 a1;), (, T1 pool__a1), (POOL__S(1)), (POOL__F(1))
-#define POOL__ARITY2(T1, T2)                                                    \
-  (T1 a1; T2 a2;), (, T1 pool__a1, T2 pool__a2), (POOL__S(1) POOL__S(2)), \
+#define POOL__ARITY2(T1, T2)                                                                    \
+  (T1 a1; T2 a2;), (, T1 pool__a1, T2 pool__a2), (POOL__S(1) POOL__S(2)),                       \
       (POOL__F(1), POOL__F(2))
-#define POOL__ARITY3(T1, T2, T3)                                              \
-  (T1 a1; T2 a2; T3 a3;), (, T1 pool__a1, T2 pool__a2, T3 pool__a3),    \
+#define POOL__ARITY3(T1, T2, T3)                                                                \
+  (T1 a1; T2 a2; T3 a3;), (, T1 pool__a1, T2 pool__a2, T3 pool__a3),                            \
       (POOL__S(1) POOL__S(2) POOL__S(3)), (POOL__F(1), POOL__F(2), POOL__F(3))
-#define POOL__ARITY4(T1, T2, T3, T4)                                                     \
-  (T1 a1; T2 a2; T3 a3; T4 a4;), (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4), \
-      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4)),                                     \
+#define POOL__ARITY4(T1, T2, T3, T4)                                                            \
+  (T1 a1; T2 a2; T3 a3; T4 a4;), (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4),        \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4)),                                            \
       (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4))
-#define POOL__ARITY5(T1, T2, T3, T4, T5)                                               \
-  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5;),                                                \
-      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5),             \
-      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5)),                        \
+#define POOL__ARITY5(T1, T2, T3, T4, T5)                                                        \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5;),                                                         \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5),                      \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5)),                                 \
       (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5))
-#define POOL__ARITY6(T1, T2, T3, T4, T5, T6)                                              \
-  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6;),                                            \
-      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6),   \
-      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6)),                \
+#define POOL__ARITY6(T1, T2, T3, T4, T5, T6)                                                    \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6;),                                                  \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6),         \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6)),                      \
       (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6))
 
 /* What every task has: the frame type, spawn and spawn_in. PAYLOAD is the
  * frame's union (the arguments, and for a value task the result). */
-#define POOL__TASK_COMMON(NAME, PAYLOAD, PARAMS, STORES)                             \
-  typedef struct NAME##_frame {                                                      \
-    pool_task_t task;                                                                \
-    union POOL__UNPAREN PAYLOAD u;                                                   \
-  } NAME##_frame;                                                                    \
-  static inline void NAME##__run(void *pool__p);                                     \
-  static inline int NAME##_spawn_in(pool_t *pool__pool,                              \
-                                    NAME##_frame *pool__f POOL__UNPAREN PARAMS) {    \
-    POOL__UNPAREN STORES                                                             \
-    return pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);             \
-  }                                                                                  \
-  static inline int NAME##_spawn(NAME##_frame *pool__f POOL__UNPAREN PARAMS) {       \
-    POOL__UNPAREN STORES                                                             \
-    return pool_spawn(NULL, &pool__f->task, NAME##__run, pool__f);                   \
+#define POOL__TASK_COMMON(NAME, PAYLOAD, PARAMS, STORES)                                        \
+  typedef struct NAME##_frame {                                                                 \
+    pool_task_t task;                                                                           \
+    union POOL__UNPAREN PAYLOAD u;                                                              \
+  } NAME##_frame;                                                                               \
+  POOL__TASKFN void NAME##__run(void *pool__p);                                                 \
+  POOL__TASKFN int NAME##_spawn_in(pool_t *pool__pool,                                          \
+                                   NAME##_frame *pool__f POOL__UNPAREN PARAMS) {                \
+    POOL__UNPAREN STORES                                                                        \
+    return pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                        \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_spawn(NAME##_frame *pool__f POOL__UNPAREN PARAMS) {                   \
+    POOL__UNPAREN STORES                                                                        \
+    return pool_spawn(NULL, &pool__f->task, NAME##__run, pool__f);                              \
   }
 
-#define POOL__TASK(RTYPE, NAME, FIELDS, PARAMS, STORES, CALL)                         \
-  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; RTYPE r; }), PARAMS, \
-                    STORES)                                                           \
-  static inline void NAME##__run(void *pool__p) {                                     \
-    NAME##_frame *pool__f = (NAME##_frame *)pool__p;                                  \
-    pool__f->u.r = NAME(POOL__UNPAREN CALL);                                          \
-  }                                                                                   \
-  static inline RTYPE NAME##_sync(NAME##_frame *pool__f) {                            \
-    if (pool_take(&pool__f->task) == POOL_TAKEN) return NAME(POOL__UNPAREN CALL);    \
-    return pool__f->u.r;                                                              \
-  }                                                                                   \
-  static inline int NAME##_sync_rc(NAME##_frame *pool__f, RTYPE *pool__out) {         \
-    int pool__rc = pool_take(&pool__f->task);                                         \
-    if (pool__rc == POOL_TAKEN) {                                                     \
-      *pool__out = NAME(POOL__UNPAREN CALL);                                          \
-      return 0;                                                                       \
-    }                                                                                 \
-    if (pool__rc == 0) *pool__out = pool__f->u.r;                                     \
-    return pool__rc;                                                                  \
-  }                                                                                   \
+#define POOL__TASK(RTYPE, NAME, FIELDS, PARAMS, STORES, CALL)                                   \
+  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; RTYPE r; }), PARAMS,            \
+                    STORES)                                                                     \
+  POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
+    NAME##_frame *pool__f = (NAME##_frame *)pool__p;                                            \
+    pool__f->u.r = NAME(POOL__UNPAREN CALL);                                                    \
+  }                                                                                             \
+  POOL__TASKFN RTYPE NAME##_sync(NAME##_frame *pool__f) {                                       \
+    if (pool_take(&pool__f->task) == POOL_TAKEN) return NAME(POOL__UNPAREN CALL);               \
+    return pool__f->u.r;                                                                        \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_sync_rc(NAME##_frame *pool__f, RTYPE *pool__out) {                    \
+    int pool__rc = pool_take(&pool__f->task);                                                   \
+    if (pool__rc == POOL_TAKEN) {                                                               \
+      *pool__out = NAME(POOL__UNPAREN CALL);                                                    \
+      return 0;                                                                                 \
+    }                                                                                           \
+    if (pool__rc == 0) *pool__out = pool__f->u.r;                                               \
+    return pool__rc;                                                                            \
+  }                                                                                             \
   struct NAME##_frame
 
-#define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                 \
-  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; }), PARAMS, STORES)         \
-  static inline void NAME##__run(void *pool__p) {                                           \
-    NAME##_frame *pool__f = (NAME##_frame *)pool__p;                                        \
-    (void)pool__f; /* unused when NAME takes no arguments */                                \
-    NAME(POOL__UNPAREN CALL);                                                               \
-  }                                                                                         \
-  static inline void NAME##_sync(NAME##_frame *pool__f) {                                   \
-    if (pool_take(&pool__f->task) == POOL_TAKEN) NAME(POOL__UNPAREN CALL);                 \
-  }                                                                                         \
-  static inline int NAME##_sync_rc(NAME##_frame *pool__f) {                                 \
-    int pool__rc = pool_take(&pool__f->task);                                               \
-    if (pool__rc != POOL_TAKEN) return pool__rc;                                            \
-    NAME(POOL__UNPAREN CALL);                                                               \
-    return 0;                                                                               \
-  }                                                                                         \
+#define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                     \
+  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; }), PARAMS, STORES)             \
+  POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
+    NAME##_frame *pool__f = (NAME##_frame *)pool__p;                                            \
+    (void)pool__f; /* unused when NAME takes no arguments */                                    \
+    NAME(POOL__UNPAREN CALL);                                                                   \
+  }                                                                                             \
+  POOL__TASKFN void NAME##_sync(NAME##_frame *pool__f) {                                        \
+    if (pool_take(&pool__f->task) == POOL_TAKEN) NAME(POOL__UNPAREN CALL);                      \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_sync_rc(NAME##_frame *pool__f) {                                      \
+    int pool__rc = pool_take(&pool__f->task);                                                   \
+    if (pool__rc != POOL_TAKEN) return pool__rc;                                                \
+    NAME(POOL__UNPAREN CALL);                                                                   \
+    return 0;                                                                                   \
+  }                                                                                             \
   struct NAME##_frame
 /** \endcond */
 

@@ -11,10 +11,13 @@
  *    right after its sync; frames reused;
  *  - spawns from outside threads (the main thread and several others at
  *    once) into a named pool and into the default pool;
+ *  - a task surely stolen (its spawner waits until another worker has
+ *    started it): the sync returns the result the thief stored;
  *  - misuse: NAME_sync_rc of a frame never spawned or already synced is
  *    EINVAL and leaves the output alone.
  * Built twice: with the header's inline paths and with POOL_NO_INLINE. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <wspool.h>
@@ -194,6 +197,35 @@ static void sync_orders(unsigned k, uint64_t seed) {
   }
 }
 
+/* ---- a stolen task ------------------------------------------------------ */
+
+static atomic_int stolen_started;
+static pthread_t stolen_runner;
+
+static long stolen_fn(int x, long y) {
+  stolen_runner = pthread_self();
+  atomic_store(&stolen_started, 1); /* seq_cst: stolen_runner before it */
+  return x * y + fib(12);
+}
+POOL_TASK(long, stolen_fn, int, long);
+
+/* On a pool of two or more workers: the spawner does not sync until a thief
+ * has started the task, so the sync finds it run elsewhere. */
+static void stolen(void) {
+  atomic_store(&stolen_started, 0);
+  stolen_fn_frame f;
+  CHECK_OK(stolen_fn_spawn(&f, 6, 7));
+  while (!atomic_load(&stolen_started)) sched_yield();
+  CHECK(!pthread_equal(stolen_runner, pthread_self()));
+  CHECK_EQ(stolen_fn_sync(&f), 42 + 144);
+  atomic_store(&stolen_started, 0);
+  CHECK_OK(stolen_fn_spawn(&f, 3, 5));
+  while (!atomic_load(&stolen_started)) sched_yield();
+  long r = 0;
+  CHECK_OK(stolen_fn_sync_rc(&f, &r));
+  CHECK_EQ(r, 15 + 144);
+}
+
 /* ---- misuse ------------------------------------------------------------ */
 
 static void misuse(void) {
@@ -245,6 +277,9 @@ static void run_job(void *p) {
     break;
   case 4:
     misuse();
+    break;
+  case 5:
+    stolen();
     break;
   }
 }
@@ -310,6 +345,7 @@ int main(void) {
       for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         in_pool(p, 3, ks[i], 0x9e3779b97f4a7c15ull + i + nw + r);
       in_pool(p, 4, 0, 0);
+      if (nw >= 2) in_pool(p, 5, 0, 0);
       outside(p);
       pool_destroy(p);
     }

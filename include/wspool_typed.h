@@ -120,6 +120,13 @@
 #define POOL__MAYBE_UNUSED
 #endif
 #define POOL__TASKFN static inline POOL__MAYBE_UNUSED
+/* The frame behind NAME__run's argument (C++ needs the cast, and warns
+ * about old-style ones with -Wold-style-cast). */
+#ifdef __cplusplus
+#define POOL__FRAME_OF(T, p) static_cast<T *>(p)
+#else
+#define POOL__FRAME_OF(T, p) ((T *)(p))
+#endif
 /* m applied to a parenthesised list whose macros expand first. */
 #define POOL__APPLY(m, args) m args
 /* How many arguments, 1..6. */
@@ -179,7 +186,7 @@
   POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; RTYPE r; }), PARAMS,            \
                     STORES)                                                                     \
   POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
-    NAME##_frame *pool__f = (NAME##_frame *)pool__p;                                            \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                              \
     pool__f->u.r = NAME(POOL__UNPAREN CALL);                                                    \
   }                                                                                             \
   POOL__TASKFN RTYPE NAME##_sync(NAME##_frame *pool__f) {                                       \
@@ -200,7 +207,7 @@
 #define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                     \
   POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; }), PARAMS, STORES)             \
   POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
-    NAME##_frame *pool__f = (NAME##_frame *)pool__p;                                            \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                              \
     (void)pool__f; /* unused when NAME takes no arguments */                                    \
     NAME(POOL__UNPAREN CALL);                                                                   \
   }                                                                                             \

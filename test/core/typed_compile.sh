@@ -66,7 +66,7 @@ check() {
 
 c11=(-std=c11 -Wall -Wextra -Wpedantic)
 check good_c OK - c "${c11[@]}" -Wconversion -Werror <<<"$good"
-check good_cpp OK - cpp -std=c++17 -Wall -Wextra -Wpedantic -Werror <<<"$good"
+check good_cpp OK - cpp -std=c++17 -Wall -Wextra -Wpedantic -Wold-style-cast -Werror <<<"$good"
 # Clang warns about unused static inline functions in the main file, where
 # the macros expand: when it is installed, the clean program must stay
 # clean with it too.

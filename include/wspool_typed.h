@@ -53,10 +53,11 @@
  *    frame itself (stolen, or run out of order). Private.
  *
  * Argument types are checked as in any call to a prototyped function,
- * because NAME_spawn is one: a pointer of another type, a struct, or too
- * many or too few arguments is a constraint violation (an error in C++,
- * with GCC 14 and Clang 16 and later, and with -Werror or -pedantic-errors
- * on older C compilers; a warning otherwise). Arithmetic arguments convert
+ * because NAME_spawn is one: a struct for a scalar (or the reverse), a frame
+ * of another task, or too many or too few arguments does not compile. A
+ * pointer of another type is an ISO C constraint violation that C++ and
+ * GCC 14 reject; older GCC and Clang warn (-Wincompatible-pointer-types) and
+ * reject it with -Werror or -pedantic-errors. Arithmetic arguments convert
  * implicitly, as in any call: -Wconversion reports the narrowing ones.
  * The identifiers NAME_frame, NAME_spawn, NAME_spawn_in, NAME_sync,
  * NAME_sync_rc and NAME__run are taken. docs/typed.md shows what the

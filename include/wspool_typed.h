@@ -53,10 +53,10 @@
  *    frame itself (stolen, or run out of order). Private.
  *
  * Argument types are checked as in any call to a prototyped function,
- * because NAME_spawn is one: a struct for a scalar (or the reverse), a frame
- * of another task, or too many or too few arguments does not compile. A
- * pointer of another type is an ISO C constraint violation that C++ and
- * GCC 14 reject; older GCC and Clang warn (-Wincompatible-pointer-types) and
+ * because NAME_spawn is one: a struct for a scalar (or the reverse), or too
+ * many or too few arguments does not compile. A pointer of another type (a
+ * frame of another task included) is an ISO C constraint violation that C++
+ * and GCC 14 reject; older GCC and Clang warn (-Wincompatible-pointer-types) and
  * reject it with -Werror or -pedantic-errors. Arithmetic arguments convert
  * implicitly, as in any call: -Wconversion reports the narrowing ones.
  * The identifiers NAME_frame, NAME_spawn, NAME_spawn_in, NAME_sync,

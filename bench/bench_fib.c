@@ -7,12 +7,16 @@
  *           root is submitted into the pool (it runs on a worker) and main
  *           waits with pool_wait_idle. Pools of 1, 2 and 16 workers.
  *   wspool take  the same with pool_take: an unstarted task comes back and
- *           the caller calls pfib() directly. The targets are read here.
+ *           the caller calls pfib() directly.
+ *   wspool typed  a typed task, POOL_TASK(long, tfib, int): the argument
+ *           lives in the frame, the result comes back by value, and an
+ *           unstolen task is a direct call the compiler inlines.
  *   OpenMP  #pragma omp task shared(x) / taskwait, 1 and 2 threads
  *   oneTBB  tbb::task_group per node (run + wait), task_arena of 1 and 2
  *
- * Targets (the issue): T1/Ts <= 3, T1/T2 >= 1.6, T16 <= 1.5 x T2, and
- * wspool at least 20x faster than oneTBB's task_group on this program.
+ * Targets: on pool_take, T1/Ts <= 3, T1/T2 >= 1.6, T16 <= 1.5 x T2, and
+ * wspool at least 20x faster than oneTBB's task_group on this program; on
+ * typed tasks, T1/Ts <= 2.0 and T2/Ts <= 0.9; on spawn/sync, T1/Ts <= 4.
  * Environment: WSPOOL_BENCH_FIB_N (default 32), WSPOOL_BENCH_RUNS,
  * WSPOOL_BENCH_BUDGET. Exit 1 when a result is wrong. */
 #include <stdio.h>
@@ -89,6 +93,25 @@ static long pfib(int n) {
   return x.r + y;
 }
 
+/* The same tree as a typed task: fib_spawn stores n in the frame; tfib_sync
+ * takes the frame back and calls tfib() directly when nobody stole it, or
+ * reads the result the thief stored. */
+static long tfib(int n);
+POOL_TASK(long, tfib, int);
+
+static long tfib(int n) {
+  if (n < 2) return n;
+  tfib_frame f;
+  tfib_spawn(&f, n - 1);
+  long y = tfib(n - 2);
+  return tfib_sync(&f) + y;
+}
+
+static void tfib_root(void *p) {
+  fib_arg *a = p;
+  a->r = tfib(a->n);
+}
+
 static pool_t *pools[3];
 
 static void check(const char *who, long r) {
@@ -125,6 +148,7 @@ static double run_root(bench_variant *v, pool_fn root_task) {
 
 static double run_wspool(bench_variant *v) { return run_root(v, fib_task); }
 static double run_take(bench_variant *v) { return run_root(v, pfib_task); }
+static double run_typed(bench_variant *v) { return run_root(v, tfib_root); }
 
 #ifdef BENCH_HAVE_OPENMP
 static long fib_omp(int n) {
@@ -192,6 +216,12 @@ int main(void) {
        .run = run_take, .ctx = pools[1]},
       {.name = "wspool take T16 (on 2 cores)", .threads = 16, .kind = BENCH_WSPOOL, .available = 1,
        .run = run_take, .ctx = pools[2]},
+      {.name = "wspool typed T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_typed, .ctx = pools[0]},
+      {.name = "wspool typed T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_typed, .ctx = pools[1]},
+      {.name = "wspool typed T16 (on 2 cores)", .threads = 16, .kind = BENCH_WSPOOL,
+       .available = 1, .run = run_typed, .ctx = pools[2]},
       {.name = "oneTBB task_group 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_TBB,
        .run = run_tbb},
       {.name = "oneTBB task_group 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
@@ -221,6 +251,9 @@ int main(void) {
   bench_variant *t1 = bench_find(v, nv, "wspool take T1");
   bench_variant *t2 = bench_find(v, nv, "wspool take T2");
   bench_variant *t16 = bench_find(v, nv, "wspool take T16 (on 2 cores)");
+  bench_variant *y1 = bench_find(v, nv, "wspool typed T1");
+  bench_variant *y2 = bench_find(v, nv, "wspool typed T2");
+  bench_variant *y16 = bench_find(v, nv, "wspool typed T16 (on 2 cores)");
   bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
   bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
   bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
@@ -231,6 +264,8 @@ int main(void) {
          s1->med / ts->med, s1->med / s2->med, s16->med / s2->med, s1->med / tc->med);
   printf("  spawn/take  T1/Ts = %.2f   T1/T2 = %.2f   T16/T2 = %.2f   (T1 / both-calls Ts = %.2f)\n",
          t1->med / ts->med, t1->med / t2->med, t16->med / t2->med, t1->med / tc->med);
+  printf("  typed       T1/Ts = %.2f   T2/Ts = %.2f   T1/T2 = %.2f   T16/T2 = %.2f\n",
+         y1->med / ts->med, y2->med / ts->med, y1->med / y2->med, y16->med / y2->med);
   if (o1 && o2)
     printf("  OpenMP  T1/Ts = %.2f   T1/T2 = %.2f   OpenMP/wspool take: 1 thr %.2fx, 2 thr %.2fx\n",
            o1->med / ts->med, o1->med / o2->med, o1->med / t1->med, o2->med / t2->med);
@@ -253,6 +288,10 @@ int main(void) {
   double p_t162 = bench_paired_ratio(t16, t2);
   printf("\npaired ratios (median over rounds of the ratio within a round):\n");
   printf("  spawn/take  T1/Ts = %.2f   T1/T2 = %.2f   T16/T2 = %.2f\n", p_t1s, p_t12, p_t162);
+  double p_y1s = bench_paired_ratio(y1, ts), p_y2s = bench_paired_ratio(y2, ts);
+  double p_s1s = bench_paired_ratio(s1, ts);
+  printf("  typed       T1/Ts = %.2f   T2/Ts = %.2f\n", p_y1s, p_y2s);
+  printf("  spawn/sync  T1/Ts = %.2f\n", p_s1s);
   if (b1 && b2)
     printf("  oneTBB/wspool take: 1 thr %.2fx, 2 thr %.2fx\n", bench_paired_ratio(b1, t1),
            bench_paired_ratio(b2, t2));
@@ -262,6 +301,12 @@ int main(void) {
                t1->med / t2->med);
   bench_target("T16 <= 1.5 x T2", p_t162 <= 1.5, "T16/T2 paired %.2f; medians %.2f", p_t162,
                t16->med / t2->med);
+  bench_target("typed T1/Ts <= 2.0", p_y1s <= 2.0, "paired %.2f; medians %.2f", p_y1s,
+               y1->med / ts->med);
+  bench_target("typed T2/Ts <= 0.9", p_y2s <= 0.9, "paired %.2f; medians %.2f", p_y2s,
+               y2->med / ts->med);
+  bench_target("spawn/sync T1/Ts <= 4", p_s1s <= 4.0, "paired %.2f; medians %.2f", p_s1s,
+               s1->med / ts->med);
   if (b2) {
     double p_b2 = bench_paired_ratio(b2, t2);
     bench_target("wspool >= 20x faster than oneTBB task_group (2 threads)", p_b2 >= 20.0,

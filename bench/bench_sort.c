@@ -4,7 +4,8 @@
  *
  *   sequential  the same algorithm with plain calls (same cutoffs)
  *   wspool      pool_spawn/pool_sync, frames on the stack; pools of 1 and 2
- *               workers, the root submitted into the pool
+ *               workers, the root submitted into the pool; and typed tasks
+ *               (POOL_VOID_TASK), the arguments as they are
  *   OpenMP      #pragma omp task / taskwait, 1 and 2 threads
  *   oneTBB      task_group per node, task_arena of 1 and 2
  *
@@ -133,12 +134,55 @@ static void w_sort(void *p) {
   w_merge(&m3);
 }
 
+/* Typed: the same recursion with POOL_VOID_TASK, no argument structs. */
+static void y_merge(const int32_t *a, size_t na, const int32_t *b, size_t nb, int32_t *d);
+POOL_VOID_TASK(y_merge, const int32_t *, size_t, const int32_t *, size_t, int32_t *);
+
+static void y_merge(const int32_t *a, size_t na, const int32_t *b, size_t nb, int32_t *d) {
+  sort_larger_first(&a, &na, &b, &nb);
+  if (na + nb < MERGE_CUTOFF) {
+    seq_merge(a, na, b, nb, d);
+    return;
+  }
+  size_t sa, sb;
+  sort_split(a, na, b, nb, &sa, &sb);
+  y_merge_frame f;
+  y_merge_spawn(&f, a, sa, b, sb, d);
+  y_merge(a + sa, na - sa, b + sb, nb - sb, d + sa + sb);
+  y_merge_sync(&f);
+}
+
+static void y_sort(int32_t *a, int32_t *t, size_t n);
+POOL_VOID_TASK(y_sort, int32_t *, int32_t *, size_t);
+
+static void y_sort(int32_t *a, int32_t *t, size_t n) {
+  if (n < SORT_CUTOFF) {
+    seq_quick(a, n);
+    return;
+  }
+  size_t q = n / 4;
+  y_sort_frame k[3];
+  for (size_t i = 0; i < 3; i++) y_sort_spawn(&k[i], a + i * q, t + i * q, q);
+  y_sort(a + 3 * q, t + 3 * q, n - 3 * q);
+  for (int i = 3; i-- > 0;) y_sort_sync(&k[i]);
+  y_merge_frame m;
+  y_merge_spawn(&m, a, q, a + q, q, t);
+  y_merge(a + 2 * q, q, a + 3 * q, n - 3 * q, t + 2 * q);
+  y_merge_sync(&m);
+  y_merge(t, 2 * q, t + 2 * q, n - 2 * q, a);
+}
+
+static void y_root(void *p) {
+  w_srt *s = p;
+  y_sort(s->a, s->t, s->n);
+}
+
 static double run_wspool(bench_variant *v) {
   pool_t *p = v->ctx;
   prepare();
   w_srt root = {work, scratch, n_items};
   double t0 = bench_now();
-  int rc = pool_submit(p, w_sort, &root);
+  int rc = pool_submit(p, v->param ? y_root : w_sort, &root);
   if (rc == 0) rc = pool_wait_idle(p);
   double t = bench_now() - t0;
   if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
@@ -237,6 +281,10 @@ int main(void) {
        .ctx = pools[0]},
       {.name = "wspool T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1, .run = run_wspool,
        .ctx = pools[1]},
+      {.name = "wspool typed T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_wspool, .ctx = pools[0], .param = 1},
+      {.name = "wspool typed T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
+       .run = run_wspool, .ctx = pools[1], .param = 1},
       {.name = "OpenMP tasks 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_OMP,
        .run = run_omp},
       {.name = "OpenMP tasks 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_OMP,
@@ -253,12 +301,15 @@ int main(void) {
   bench_variant *ts = bench_find(v, nv, "sequential cilksort");
   bench_variant *w1 = bench_find(v, nv, "wspool T1");
   bench_variant *w2 = bench_find(v, nv, "wspool T2");
+  bench_variant *y1 = bench_find(v, nv, "wspool typed T1");
+  bench_variant *y2 = bench_find(v, nv, "wspool typed T2");
   bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
   bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
   bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
   bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
   printf("\nratios (medians):\n");
   bench_ratio_line("wspool", ts, w1, w2, "");
+  bench_ratio_line("wspool typed", ts, y1, y2, "");
   bench_ratio_line("OpenMP tasks", ts, o1, o2, "built without OpenMP");
   bench_ratio_line("oneTBB task_group", ts, b1, b2, "built without oneTBB");
   printf("\ntarget: none set by the issue for sort (reference figures only)\n");

@@ -7,6 +7,9 @@
  * The board is three bitmasks (columns and the two diagonals under attack),
  * copied into each child, so children share nothing and need no locks.
  * The last `seq_rows` rows are counted by plain recursion inside one task.
+ * The same search runs twice: with pool_spawn/pool_sync and a struct per
+ * child, and as a typed task (POOL_TASK), whose arguments and count need no
+ * struct.
  *
  *   usage: nqueens [n [workers [seq_rows]]]
  *     n         board size, 1..17 (default 14)
@@ -86,6 +89,29 @@ static void queens_task(void *p) {
   }
 }
 
+/* The same search as a typed task: tqueens_spawn stores the four masks in
+ * the child's frame, tqueens_sync returns the child's count. */
+static long tqueens(uint32_t all, uint32_t cols, uint32_t left, uint32_t right);
+POOL_TASK(long, tqueens, uint32_t, uint32_t, uint32_t, uint32_t);
+
+static long tqueens(uint32_t all, uint32_t cols, uint32_t left, uint32_t right) {
+  if (__builtin_popcount(all & ~cols) <= seq_rows) return queens(all, cols, left, right);
+  tqueens_frame frame[MAX_N];
+  int k = 0;
+  for (uint32_t avail = all & ~(cols | left | right); avail; avail &= avail - 1) {
+    uint32_t q = avail & -avail;
+    CHECK(tqueens_spawn(&frame[k++], all, cols | q, (left | q) << 1, (right | q) >> 1));
+  }
+  long count = 0;
+  while (k-- > 0) count += tqueens_sync(&frame[k]);
+  return count;
+}
+
+static void tqueens_task(void *p) {
+  board *b = p;
+  b->count = tqueens(b->all, b->cols, b->left, b->right);
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -146,11 +172,19 @@ int main(int argc, char **argv) {
   double t_par = now() - t0;
   if (rc) fprintf(stderr, "nqueens: %s\n", pool_strerror(rc));
 
-  int ok = rc == 0 && seq == known[n] && root.count == known[n];
-  printf("%ld-queens: parallel %ld, sequential %ld, known %ld: %s\n", n, root.count, seq,
-         known[n], ok ? "ok" : "WRONG");
-  printf("sequential %.3f s, parallel %.3f s on %u workers, speedup %.2fx\n", t_seq, t_par,
-         pool_threads(pool), t_seq / t_par);
+  board troot = {all, 0, 0, 0, 0};
+  t0 = now();
+  if (rc == 0) rc = pool_submit(pool, tqueens_task, &troot);
+  if (rc == 0) rc = pool_wait_idle(pool);
+  double t_typed = now() - t0;
+  if (rc) fprintf(stderr, "nqueens: %s\n", pool_strerror(rc));
+
+  int ok = rc == 0 && seq == known[n] && root.count == known[n] && troot.count == known[n];
+  printf("%ld-queens: parallel %ld, typed %ld, sequential %ld, known %ld: %s\n", n, root.count,
+         troot.count, seq, known[n], ok ? "ok" : "WRONG");
+  printf("sequential %.3f s; on %u workers: parallel %.3f s (speedup %.2fx), typed %.3f s"
+         " (%.2fx)\n",
+         t_seq, pool_threads(pool), t_par, t_seq / t_par, t_typed, t_seq / t_typed);
 
   if (workers != 0 && (rc = pool_destroy(pool)) != 0) {
     fprintf(stderr, "nqueens: pool_destroy: %s\n", pool_strerror(rc));

@@ -9,6 +9,10 @@
  * O(log^3 n). Below a cutoff both fall back to the sequential code, which is
  * also the baseline: the same algorithm with the pool_join()s taken out.
  *
+ * The parallel sort is written twice: with pool_join() and an argument
+ * struct per call, and with typed tasks (POOL_VOID_TASK), which take the
+ * arguments as they are.
+ *
  * The two buffers ping-pong: a sort of a[] that must end up in b[] sorts its
  * halves into a[] and merges them into b[], and the other way round, so no
  * step copies a whole array back.
@@ -150,6 +154,55 @@ static void sort_task(void *p) {
   merge_task(&m);
 }
 
+/* ---- The same with typed tasks: each spawns one half and does the other
+ * itself, with no argument structs. */
+
+static void tmerge(const int *x, size_t nx, const int *y, size_t ny, int *out);
+POOL_VOID_TASK(tmerge, const int *, size_t, const int *, size_t, int *);
+
+static void tmerge(const int *x, size_t nx, const int *y, size_t ny, int *out) {
+  if (nx < ny) {
+    const int *t = x;
+    size_t tn = nx;
+    x = y;
+    y = t;
+    nx = ny;
+    ny = tn;
+  }
+  if (nx + ny <= MERGE_CUTOFF) {
+    merge_seq(x, nx, y, ny, out);
+    return;
+  }
+  size_t mx = nx / 2, my = lower_bound(y, ny, x[mx]);
+  out[mx + my] = x[mx];
+  tmerge_frame hi;
+  CHECK(tmerge_spawn(&hi, x + mx + 1, nx - mx - 1, y + my, ny - my, out + mx + my + 1));
+  tmerge(x, mx, y, my, out);
+  tmerge_sync(&hi);
+}
+
+static void tsort(int *a, int *b, size_t n, bool into_b);
+POOL_VOID_TASK(tsort, int *, int *, size_t, bool);
+
+static void tsort(int *a, int *b, size_t n, bool into_b) {
+  if (n <= SORT_CUTOFF) {
+    sort_seq(a, b, n, into_b);
+    return;
+  }
+  size_t h = n / 2;
+  tsort_frame hi;
+  CHECK(tsort_spawn(&hi, a + h, b + h, n - h, !into_b));
+  tsort(a, b, h, !into_b);
+  tsort_sync(&hi);
+  int *from = into_b ? a : b, *to = into_b ? b : a;
+  tmerge(from, h, from + h, n - h, to);
+}
+
+static void tsort_task(void *p) {
+  sort_args *s = p;
+  tsort(s->a, s->b, s->n, s->into_b);
+}
+
 /* ---- The driver. */
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -240,13 +293,23 @@ int main(int argc, char **argv) {
   if (rc) fprintf(stderr, "sort: %s\n", pool_strerror(rc));
   int par_ok = rc == 0 && memcmp(a, ref, len * sizeof(int)) == 0;
 
-  printf("sorted %zu ints: parallel %s, sequential %s (checked against qsort)\n", len,
-         par_ok ? "ok" : "WRONG", seq_ok ? "ok" : "WRONG");
-  printf("qsort %.3f s, sequential mergesort %.3f s, parallel %.3f s on %u workers, "
-         "speedup %.2fx\n",
-         t_qsort, t_seq, t_par, pool_threads(pool), t_seq / t_par);
+  /* The typed version, from the same input. */
+  memcpy(a, input, len * sizeof(int));
+  sort_args troot = {a, b, len, false};
+  t0 = now();
+  if (rc == 0) rc = pool_submit(pool, tsort_task, &troot);
+  if (rc == 0) rc = pool_wait_idle(pool);
+  double t_typed = now() - t0;
+  if (rc) fprintf(stderr, "sort: %s\n", pool_strerror(rc));
+  int typed_ok = rc == 0 && memcmp(a, ref, len * sizeof(int)) == 0;
 
-  int ok = par_ok && seq_ok;
+  printf("sorted %zu ints: parallel %s, typed %s, sequential %s (checked against qsort)\n", len,
+         par_ok ? "ok" : "WRONG", typed_ok ? "ok" : "WRONG", seq_ok ? "ok" : "WRONG");
+  printf("qsort %.3f s, sequential mergesort %.3f s; on %u workers: parallel %.3f s "
+         "(speedup %.2fx), typed %.3f s (%.2fx)\n",
+         t_qsort, t_seq, pool_threads(pool), t_par, t_seq / t_par, t_typed, t_seq / t_typed);
+
+  int ok = par_ok && typed_ok && seq_ok;
   if (workers != 0 && (rc = pool_destroy(pool)) != 0) {
     fprintf(stderr, "sort: pool_destroy: %s\n", pool_strerror(rc));
     ok = 0;

@@ -650,4 +650,7 @@ POOL__INLINE int pool_take(pool_task_t *task) {
 }
 #endif
 
+/* Typed tasks: POOL_TASK() and friends. */
+#include "wspool_typed.h"
+
 #endif /* WSPOOL_H */

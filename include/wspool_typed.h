@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * \file wspool_typed.h
+ * \brief Typed fork/join tasks: spawn a function with typed arguments, sync
+ * it for its typed result. Included by wspool.h; not meant to be included
+ * on its own.
+ *
+ * \section typed Typed tasks
+ * Declare a task once from a function; the macro generates a frame type and
+ * the functions to spawn and sync it, all `static inline`:
+ * \code
+ *   static long fib(int n);
+ *   POOL_TASK(long, fib, int);          // fib_frame, fib_spawn, fib_sync, ...
+ *
+ *   static long fib(int n) {
+ *     if (n < 2) return n;
+ *     fib_frame f;                      // the child's frame, on our stack
+ *     fib_spawn(&f, n - 1);             // fib(n - 1), possibly in parallel
+ *     long y = fib(n - 2);
+ *     return fib_sync(&f) + y;          // its result, by value
+ *   }
+ * \endcode
+ * `POOL_TASK(RTYPE, NAME, T1, ..., Tk)` (k = 1..6) declares a task of a
+ * function `RTYPE NAME(T1, ..., Tk)` that must be declared before the macro
+ * (defined anywhere, static or not); `POOL_TASK_0(RTYPE, NAME)` one of no
+ * arguments; `POOL_VOID_TASK(NAME, T1, ..., Tk)` and
+ * `POOL_VOID_TASK_0(NAME)` tasks of functions returning void. End each with
+ * a semicolon, at file scope. Argument and result types must be complete
+ * object types that can be assigned (no arrays: pass a pointer or a struct;
+ * in C++, trivially copyable types, since they share a union in the frame).
+ * The macro generates, for a task NAME:
+ *  - `NAME_frame`: the frame, a `pool_task_t` (member `task`) followed by
+ *    the arguments, whose storage the result reuses. The caller owns it
+ *    from spawn until sync returns, usually on its stack.
+ *  - `int NAME_spawn(NAME_frame *f, T1 a1, ...)`: stores the arguments and
+ *    spawns `NAME(a1, ...)` as pool_spawn(NULL, ...) would (from a worker,
+ *    into its own pool; from another thread, into the default pool).
+ *    `NAME_spawn_in(pool_t *pool, NAME_frame *f, T1 a1, ...)` names the
+ *    pool. Returns pool_spawn()'s value (0 from a worker).
+ *  - `RTYPE NAME_sync(NAME_frame *f)`: the task's result. If no thief
+ *    started the task, it is taken back (pool_take()) and NAME is called
+ *    right here, a direct call the compiler can inline, with arguments and
+ *    result in registers; otherwise it waits for the task exactly as
+ *    pool_sync() does (helping, within the same stack bound; from an outside
+ *    thread, blocking) and reads the result the task stored in the frame.
+ *    Every successful spawn is matched by one sync (or sync_rc) of the same
+ *    frame on the same thread, in any order. On misuse (a frame not
+ *    spawned, or synced twice) it returns an unspecified value.
+ *  - `int NAME_sync_rc(NAME_frame *f, RTYPE *out)`: the same, returning 0
+ *    with the result in `*out`, or EINVAL on misuse (`*out` untouched). For
+ *    void tasks `int NAME_sync_rc(NAME_frame *f)`.
+ *  - `void NAME__run(void *frame)`: what the runtime calls when it runs the
+ *    frame itself (stolen, or run out of order). Private.
+ *
+ * Argument types are checked as in any call to a prototyped function,
+ * because NAME_spawn is one: a struct for a scalar (or the reverse), or too
+ * many or too few arguments does not compile. A pointer of another type (a
+ * frame of another task included) is an ISO C constraint violation that C++
+ * and GCC 14 reject; older GCC and Clang warn (-Wincompatible-pointer-types) and
+ * reject it with -Werror or -pedantic-errors. Arithmetic arguments convert
+ * implicitly, as in any call: -Wconversion reports the narrowing ones.
+ * The identifiers NAME_frame, NAME_spawn, NAME_spawn_in, NAME_sync,
+ * NAME_sync_rc and NAME__run are taken. docs/typed.md shows what the
+ * macros expand to.
+ */
+#ifndef WSPOOL_TYPED_H
+#define WSPOOL_TYPED_H
+
+#include "wspool.h"
+
+/** \defgroup typed Typed tasks
+ *  @{ */
+
+/** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..6 (see the file's
+ *  documentation above). */
+#define POOL_TASK(RTYPE, NAME, ...)                                                             \
+  POOL__CAT(POOL_TASK_, POOL__NARG(__VA_ARGS__))(RTYPE, NAME, __VA_ARGS__)
+/** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..6. */
+#define POOL_VOID_TASK(NAME, ...)                                                               \
+  POOL__CAT(POOL_VOID_TASK_, POOL__NARG(__VA_ARGS__))(NAME, __VA_ARGS__)
+
+/** The per-arity forms POOL_TASK() and POOL_VOID_TASK() choose from; k = 0
+ *  has only these. The lists are: the argument fields, the parameters of
+ *  spawn, the stores of spawn, and the arguments of the call. */
+#define POOL_TASK_0(RTYPE, NAME) POOL__TASK(RTYPE, NAME, (char wsp_none;), (), (), ())
+#define POOL_TASK_1(RTYPE, NAME, T1) POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY1(T1)))
+#define POOL_TASK_2(RTYPE, NAME, T1, T2) \
+  POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY2(T1, T2)))
+#define POOL_TASK_3(RTYPE, NAME, T1, T2, T3) \
+  POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY3(T1, T2, T3)))
+#define POOL_TASK_4(RTYPE, NAME, T1, T2, T3, T4)                                                \
+  POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY4(T1, T2, T3, T4)))
+#define POOL_TASK_5(RTYPE, NAME, T1, T2, T3, T4, T5)                                            \
+  POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY5(T1, T2, T3, T4, T5)))
+#define POOL_TASK_6(RTYPE, NAME, T1, T2, T3, T4, T5, T6)                                        \
+  POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
+
+#define POOL_VOID_TASK_0(NAME) POOL__VOID_TASK(NAME, (char wsp_none;), (), (), ())
+#define POOL_VOID_TASK_1(NAME, T1) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY1(T1)))
+#define POOL_VOID_TASK_2(NAME, T1, T2) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY2(T1, T2)))
+#define POOL_VOID_TASK_3(NAME, T1, T2, T3) \
+  POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY3(T1, T2, T3)))
+#define POOL_VOID_TASK_4(NAME, T1, T2, T3, T4)                                                  \
+  POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY4(T1, T2, T3, T4)))
+#define POOL_VOID_TASK_5(NAME, T1, T2, T3, T4, T5)                                              \
+  POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY5(T1, T2, T3, T4, T5)))
+#define POOL_VOID_TASK_6(NAME, T1, T2, T3, T4, T5, T6)                                          \
+  POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
+/** @} */
+
+/** \cond WSPOOL_TYPED_IMPL */
+#define POOL__CAT(a, b) POOL__CAT_(a, b)
+#define POOL__CAT_(a, b) a##b
+#define POOL__UNPAREN(...) __VA_ARGS__
+/* The generated functions a program does not call draw no warning (clang
+ * warns about unused static inline functions written in the main file,
+ * which is where the macro expands). */
+#if defined(__GNUC__)
+#define POOL__MAYBE_UNUSED __attribute__((__unused__))
+#else
+#define POOL__MAYBE_UNUSED
+#endif
+#define POOL__TASKFN static inline POOL__MAYBE_UNUSED
+/* The frame behind NAME__run's argument (C++ needs the cast, and warns
+ * about old-style ones with -Wold-style-cast). */
+#ifdef __cplusplus
+#define POOL__FRAME_OF(T, p) static_cast<T *>(p)
+#else
+#define POOL__FRAME_OF(T, p) ((T *)(p))
+#endif
+/* m applied to a parenthesised list whose macros expand first. */
+#define POOL__APPLY(m, args) m args
+/* How many arguments, 1..6. */
+#define POOL__NARG(...) POOL__NARG_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define POOL__NARG_(_1, _2, _3, _4, _5, _6, N, ...) N
+
+/* For k arguments, four parenthesised lists:
+ *   (fields)  T1 a1; T2 a2;                 members of the frame's args
+ *   (params)  , T1 pool__a1, T2 pool__a2    after the frame parameter
+ *   (stores)  pool__f->u.a.a1 = pool__a1; ...
+ *   (call)    pool__f->u.a.a1, pool__f->u.a.a2
+ * Locals carry the reserved pool__ prefix so that no task name or
+ * argument can capture them. */
+#define POOL__F(i) pool__f->u.a.a##i
+#define POOL__S(i) POOL__F(i) = pool__a##i;
+#define POOL__ARITY1(T1) (T1 a1;), (, T1 pool__a1), (POOL__S(1)), (POOL__F(1))
+#define POOL__ARITY2(T1, T2)                                                                    \
+  (T1 a1; T2 a2;), (, T1 pool__a1, T2 pool__a2), (POOL__S(1) POOL__S(2)),                       \
+      (POOL__F(1), POOL__F(2))
+#define POOL__ARITY3(T1, T2, T3)                                                                \
+  (T1 a1; T2 a2; T3 a3;), (, T1 pool__a1, T2 pool__a2, T3 pool__a3),                            \
+      (POOL__S(1) POOL__S(2) POOL__S(3)), (POOL__F(1), POOL__F(2), POOL__F(3))
+#define POOL__ARITY4(T1, T2, T3, T4)                                                            \
+  (T1 a1; T2 a2; T3 a3; T4 a4;), (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4),        \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4)),                                            \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4))
+#define POOL__ARITY5(T1, T2, T3, T4, T5)                                                        \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5;),                                                         \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5),                      \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5)),                                 \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5))
+#define POOL__ARITY6(T1, T2, T3, T4, T5, T6)                                                    \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6;),                                                  \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6),         \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6)),                      \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6))
+
+/* What every task has: the frame type, spawn and spawn_in. PAYLOAD is the
+ * frame's union (the arguments, and for a value task the result). */
+#define POOL__TASK_COMMON(NAME, PAYLOAD, PARAMS, STORES)                                        \
+  typedef struct NAME##_frame {                                                                 \
+    pool_task_t task;                                                                           \
+    union POOL__UNPAREN PAYLOAD u;                                                              \
+  } NAME##_frame;                                                                               \
+  POOL__TASKFN void NAME##__run(void *pool__p);                                                 \
+  POOL__TASKFN int NAME##_spawn_in(pool_t *pool__pool,                                          \
+                                   NAME##_frame *pool__f POOL__UNPAREN PARAMS) {                \
+    POOL__UNPAREN STORES                                                                        \
+    return pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                        \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_spawn(NAME##_frame *pool__f POOL__UNPAREN PARAMS) {                   \
+    POOL__UNPAREN STORES                                                                        \
+    return pool_spawn(NULL, &pool__f->task, NAME##__run, pool__f);                              \
+  }
+
+#define POOL__TASK(RTYPE, NAME, FIELDS, PARAMS, STORES, CALL)                                   \
+  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; RTYPE r; }), PARAMS,            \
+                    STORES)                                                                     \
+  POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                              \
+    pool__f->u.r = NAME(POOL__UNPAREN CALL);                                                    \
+  }                                                                                             \
+  POOL__TASKFN RTYPE NAME##_sync(NAME##_frame *pool__f) {                                       \
+    if (pool_take(&pool__f->task) == POOL_TAKEN) return NAME(POOL__UNPAREN CALL);               \
+    return pool__f->u.r;                                                                        \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_sync_rc(NAME##_frame *pool__f, RTYPE *pool__out) {                    \
+    int pool__rc = pool_take(&pool__f->task);                                                   \
+    if (pool__rc == POOL_TAKEN) {                                                               \
+      *pool__out = NAME(POOL__UNPAREN CALL);                                                    \
+      return 0;                                                                                 \
+    }                                                                                           \
+    if (pool__rc == 0) *pool__out = pool__f->u.r;                                               \
+    return pool__rc;                                                                            \
+  }                                                                                             \
+  struct NAME##_frame
+
+#define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                     \
+  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; }), PARAMS, STORES)             \
+  POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                              \
+    (void)pool__f; /* unused when NAME takes no arguments */                                    \
+    NAME(POOL__UNPAREN CALL);                                                                   \
+  }                                                                                             \
+  POOL__TASKFN void NAME##_sync(NAME##_frame *pool__f) {                                        \
+    if (pool_take(&pool__f->task) == POOL_TAKEN) NAME(POOL__UNPAREN CALL);                      \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_sync_rc(NAME##_frame *pool__f) {                                      \
+    int pool__rc = pool_take(&pool__f->task);                                                   \
+    if (pool__rc != POOL_TAKEN) return pool__rc;                                                \
+    NAME(POOL__UNPAREN CALL);                                                                   \
+    return 0;                                                                                   \
+  }                                                                                             \
+  struct NAME##_frame
+/** \endcond */
+
+#endif /* WSPOOL_TYPED_H */

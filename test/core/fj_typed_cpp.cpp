@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* Typed tasks from C++: wspool.h's POOL_TASK compiles in C++ (warning
+ * level 3, -Werror in CI) and computes the same results: fib through a
+ * one-argument task and a void task writing through a pointer, on 1, 2 and
+ * 4 workers, and from this (outside) thread. */
+#include <wspool.h>
+
+#include <cstring>
+
+#include "check.h"
+
+static long fib(int n);
+POOL_TASK(long, fib, int);
+
+static long fib(int n) {
+  if (n < 2) return n;
+  fib_frame f;
+  CHECK_OK(fib_spawn(&f, n - 1));
+  long y = fib(n - 2);
+  return fib_sync(&f) + y;
+}
+
+static void fill(long *out, int n);
+POOL_VOID_TASK(fill, long *, int);
+
+static void fill(long *out, int n) {
+  if (n <= 1) {
+    if (n == 1) *out = fib(20);
+    return;
+  }
+  fill_frame f;
+  CHECK_OK(fill_spawn(&f, out, n / 2));
+  fill(out + n / 2, n - n / 2);
+  fill_sync(&f);
+}
+
+struct job {
+  long fib25;
+  long outs[64];
+};
+
+static void root(void *p) {
+  job *j = static_cast<job *>(p);
+  j->fib25 = fib(25);
+  fill(j->outs, 64);
+}
+
+int main() {
+  check_watchdog(120);
+  static const unsigned nws[] = {1, 2, 4};
+  for (unsigned nw : nws) {
+    pool_config_t cfg;
+    std::memset(&cfg, 0, sizeof cfg);
+    cfg.threads = nw;
+    pool_t *p = nullptr;
+    CHECK_OK(pool_create(&p, &cfg));
+    job j = {};
+    CHECK_OK(pool_submit(p, root, &j));
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_EQ(j.fib25, 75025);
+    for (long v : j.outs) CHECK_EQ(v, 6765);
+    fib_frame f;
+    CHECK_OK(fib_spawn_in(p, &f, 20));
+    long r = 0;
+    CHECK_OK(fib_sync_rc(&f, &r));
+    CHECK_EQ(r, 6765);
+    pool_destroy(p);
+  }
+  return 0;
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Typed tasks at compile time (wspool_typed.h):
+#  - a program using every kind of task compiles cleanly in C11 with
+#    -Wall -Wextra -Wpedantic -Wconversion -Werror, and in C++17 with
+#    -Wall -Wextra -Wpedantic -Werror;
+#  - a wrong argument type does not compile, and the compiler names the
+#    generated spawn function: a pointer of another type (an ISO C
+#    constraint violation: an error with -pedantic-errors, as in C++), a
+#    struct where an int is expected, too many or too few arguments, a
+#    wrong result type at the sync; a narrowing arithmetic argument is
+#    reported by -Wconversion.
+# The clean program is also compiled with clang and clang++ when installed.
+#   typed_compile.sh INCLUDE_DIR "CC COMMAND" ["CXX COMMAND"]
+set -uo pipefail
+inc=$1
+read -r -a cc <<<"$2"
+read -r -a cxx <<<"${3:-}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+prelude='#include <wspool.h>
+typedef struct pt { int x, y; } pt;
+static long g(long *p, int n) { return *p + n; }
+POOL_TASK(long, g, long *, int);
+static void h(pt p) { (void)p; }
+POOL_VOID_TASK(h, pt);
+static double k(void) { return 1.0; }
+POOL_TASK_0(double, k);
+long use(long *p);'
+
+good='long use(long *p) {
+  g_frame f; h_frame e; k_frame d;
+  pt q = {1, 2};
+  g_spawn(&f, p, 3);
+  h_spawn(&e, q);
+  k_spawn(&d);
+  k_sync(&d);
+  h_sync(&e);
+  return g_sync(&f);
+}'
+
+# expect NAME OK|FAIL PATTERN LANG FLAGS... < body
+check() {
+  local name=$1 want=$2 pat=$3 lang=$4
+  shift 4
+  local src="$tmp/$name.$lang" out="$tmp/$name.out" rc
+  { printf '%s\n' "$prelude"; cat; } >"$src"
+  if [ "$lang" = cpp ]; then
+    [ ${#cxx[@]} -gt 0 ] || { echo "skip $name (no C++ compiler)"; return; }
+    "${cxx[@]}" -fsyntax-only -I"$inc" "$@" "$src" >"$out" 2>&1
+  else
+    "${cc[@]}" -fsyntax-only -I"$inc" "$@" "$src" >"$out" 2>&1
+  fi
+  rc=$?
+  if [ "$want" = OK ] && [ $rc -ne 0 ]; then
+    echo "FAIL $name: expected to compile"; cat "$out"; fails=$((fails + 1))
+  elif [ "$want" = FAIL ] && { [ $rc -eq 0 ] || ! grep -q -- "$pat" "$out"; }; then
+    echo "FAIL $name: expected an error matching '$pat' (exit $rc)"; cat "$out"
+    fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+c11=(-std=c11 -Wall -Wextra -Wpedantic)
+check good_c OK - c "${c11[@]}" -Wconversion -Werror <<<"$good"
+check good_cpp OK - cpp -std=c++17 -Wall -Wextra -Wpedantic -Wold-style-cast -Werror <<<"$good"
+# Clang warns about unused static inline functions in the main file, where
+# the macros expand: when it is installed, the clean program must stay
+# clean with it too.
+if command -v clang >/dev/null && command -v clang++ >/dev/null; then
+  saved_cc=("${cc[@]}") saved_cxx=("${cxx[@]}")
+  cc=(clang) cxx=(clang++)
+  check good_clang OK - c "${c11[@]}" -Wconversion -Werror <<<"$good"
+  check good_clangxx OK - cpp -std=c++17 -Wall -Wextra -Wpedantic -Werror <<<"$good"
+  cc=("${saved_cc[@]}") cxx=("${saved_cxx[@]}")
+fi
+check pointer_c FAIL g_spawn c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { int x = 0; g_frame f; (void)p; g_spawn(&f, &x, 3); return g_sync(&f); }
+B
+check pointer_cpp FAIL g_spawn cpp -std=c++17 <<'B'
+long use(long *p) { int x = 0; g_frame f; (void)p; g_spawn(&f, &x, 3); return g_sync(&f); }
+B
+check struct_arg FAIL g_spawn c "${c11[@]}" <<'B'
+long use(long *p) { pt q = {1, 2}; g_frame f; g_spawn(&f, p, q); return g_sync(&f); }
+B
+check struct_param FAIL h_spawn c "${c11[@]}" <<'B'
+long use(long *p) { h_frame e; h_spawn(&e, 5); h_sync(&e); return *p; }
+B
+check too_many FAIL g_spawn c "${c11[@]}" <<'B'
+long use(long *p) { g_frame f; g_spawn(&f, p, 3, 4); return g_sync(&f); }
+B
+check too_few FAIL g_spawn c "${c11[@]}" <<'B'
+long use(long *p) { g_frame f; g_spawn(&f, p); return g_sync(&f); }
+B
+check wrong_frame FAIL g_spawn c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { k_frame f; g_spawn(&f, p, 3); return 0; }
+B
+check result_type FAIL "invalid initializer\|incompatible type" c "${c11[@]}" <<'B'
+long use(long *p) { g_frame f; g_spawn(&f, p, 3); pt r = g_sync(&f); return r.x; }
+B
+check narrowing FAIL g_spawn c "${c11[@]}" -Wconversion -Werror <<'B'
+long use(long *p) { double d = 2.5; g_frame f; g_spawn(&f, p, d); return g_sync(&f); }
+B
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "typed tasks: type checks as documented"

@@ -109,6 +109,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   memset(p, 0, sizeof(*p));
   p->cfg = cfg;
   p->nthreads = cfg.threads;
+  ws_hooks_init(p);
   int rc = ws_gqueue_init(&p->gq);
   if (rc) {
     free(p);
@@ -169,8 +170,9 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
     if (!warned)
       fprintf(stderr, "wspool: cannot bind workers here (%s); running unbound\n", strerror(brc));
     warned = true;
-    w->cpu = -1; /* read only by pool_worker_cpu(), after create returns */
+    w->cpu = -1; /* read by pool_worker_cpu(): after create returns, or in a hook */
   }
+  ws_hooks_open(p, rc == 0); /* the workers may take work (hooks.h) */
   if (rc) {
     pthread_attr_destroy(&attr);
     stop_workers(p);

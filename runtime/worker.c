@@ -202,6 +202,7 @@ void *ws_worker_main(void *arg) {
     if (pthread_attr_getstack(&attr, &lo, &size) == 0) w->stack_lo = lo;
     pthread_attr_destroy(&attr);
   }
+  bool begun = ws_worker_begin(w); /* name, start hook (hooks.c) */
 
   for (;;) {
     ws_task *t = ws_find_work(w, NULL);
@@ -243,6 +244,7 @@ void *ws_worker_main(void *arg) {
     /* Acquire: the other workers' last steals happen before we go on. */
     while ((n = ws_u32_load(&p->stopped, ws_acquire)) != p->nstarted) ws_futex_wait(&p->stopped, n);
   }
+  ws_worker_end(w, begun); /* stop hook (hooks.c) */
   ws_set_self(NULL);
   return NULL;
 }

@@ -34,8 +34,10 @@
  * wait on its own pool (pool_submit(), pool_spawn(), pool_join(), groups,
  * pool_parallel_for(), pool_wait_idle(), pool_destroy()): a start hook runs
  * while pool_create() may not have returned, a stop hook while the pool
- * shuts down and no worker looks for work any more. A start hook delays
- * only its own worker; pool_create() does not wait for it.
+ * shuts down and no worker looks for work any more. pool_create() returns
+ * once every start hook has returned (so what the hooks wrote is visible to
+ * its caller): a start hook must not wait for anything the creating thread
+ * does after pool_create().
  *
  * Worker threads are named "<name>-w<index>" (pthread_setname_np: what
  * `top -H`, `ps -L`, gdb, perf and /proc/self/task/N/comm show), cut to

@@ -22,6 +22,7 @@ void ws_hooks_init(struct pool *p) {
     snprintf(h->name, sizeof h->name, "wspool-p%u", (unsigned)n);
   p->cfg.name = h->name; /* the caller's string need not outlive create */
   ws_u32_store(&h->gate, WS_GATE_CLOSED, ws_relaxed);
+  ws_u32_store(&h->ready, 0, ws_relaxed);
 }
 
 void ws_hooks_open(struct pool *p, bool ok) {
@@ -30,6 +31,11 @@ void ws_hooks_open(struct pool *p, bool ok) {
    * the hooks that read them. */
   ws_u32_store(&p->hooks.gate, ok ? WS_GATE_OPEN : WS_GATE_FAILED, ws_release);
   ws_futex_wake(&p->hooks.gate, INT_MAX);
+  if (!ok) return;
+  /* Acquire: the hooks' writes happen before create returns. */
+  uint32_t r;
+  while ((r = ws_u32_load(&p->hooks.ready, ws_acquire)) != p->nthreads)
+    ws_futex_wait(&p->hooks.ready, r);
 }
 
 /* "<name>-w<index>" within the 15 visible bytes: the name is cut so that
@@ -54,6 +60,8 @@ bool ws_worker_begin(ws_worker *w) {
     ws_futex_wait(&p->hooks.gate, WS_GATE_CLOSED);
   if (g != WS_GATE_OPEN) return false;
   if (p->cfg.on_worker_start) p->cfg.on_worker_start(p, w->id, p->cfg.hook_ctx);
+  if (ws_u32_fetch_add(&p->hooks.ready, 1, ws_acq_rel) + 1 == p->nthreads)
+    ws_futex_wake(&p->hooks.ready, INT_MAX);
   return true;
 }
 

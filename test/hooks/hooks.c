@@ -5,8 +5,8 @@
  *  - each hook runs exactly once per worker, with the pool, the worker's
  *    index and hook_ctx, on that worker's thread (pool_worker_id() and
  *    pool_current() agree; stop runs on the thread start ran on);
- *  - the start hook runs before the worker takes work (every task finds its
- *    worker's start hook done) and after binding: with POOL_BIND_CORE the
+ *  - pool_create() returns after every start hook has returned, and a start
+ *    hook runs before its worker takes work (every task finds it done) and after binding: with POOL_BIND_CORE the
  *    thread's affinity is exactly pool_worker_cpu()'s CPU, inside the
  *    process's allowed set;
  *  - no stop hook runs before pool_destroy();
@@ -150,10 +150,10 @@ static void run_pool(unsigned threads, pool_bind_t bind, const char *name, const
   st.pool = pool;
   unsigned n = pool_threads(pool);
   CHECK_EQ(n, threads);
+  CHECK_EQ(atomic_load(&st.started), n); /* create waits for the start hooks */
 
   for (int i = 0; i < 200; i++) CHECK_OK(pool_submit(pool, task, NULL));
   CHECK_OK(pool_wait_idle(pool));
-  while (atomic_load(&st.started) < (int)n) usleep(1000); /* the watchdog bounds it */
 
   cpu_set_t allowed;
   CHECK_OK(sched_getaffinity(0, sizeof allowed, &allowed));
@@ -201,7 +201,7 @@ static void default_name(void) {
   cfg.hook_ctx = &st;
   pool_t *pool;
   CHECK_OK(pool_create(&pool, &cfg));
-  while (atomic_load(&st.started) < 2) usleep(1000);
+  CHECK_EQ(atomic_load(&st.started), 2);
   for (unsigned i = 0; i < 2; i++) {
     unsigned pn, wi;
     char tail;

@@ -132,35 +132,46 @@ inline pool_t *current() noexcept {
 #endif
 }
 
-/* join on `p` (NULL: the caller's pool, else the default pool). */
+/* join from a thread that is not a worker of `p`: both halves run on the
+ * pool while this one waits. Out of line and cold, so that the caller's
+ * inline path stays small. */
 template <class F, class G>
-void join(pool_t *p, F &f, G &g) {
+[[gnu::noinline, gnu::cold]] void join_outside(pool_t *p, F &f, G &g) {
   first_exception exc;
+  call_ref<F> cf{&f, &exc};
+  call_ref<G> cg{&g, &exc};
+  check(pool_join(p, &call_ref<F>::run, &cf, &call_ref<G>::run, &cg), "pool_join");
+  exc.rethrow();
+}
+
+/* join on `p` (NULL: the caller's pool, else the default pool). On a worker
+ * of that pool: spawn g, run f, take g back (pool_take) and call it, unless
+ * a thief has it. */
+template <class F, class G>
+inline void join(pool_t *p, F &f, G &g) {
   pool_t *cur = current();
-  if (cur != nullptr && (p == nullptr || p == cur)) {
-    call_ref<G> cg{&g, &exc};
-    pool_task_t t;
-    check(pool_spawn(p, &t, &call_ref<G>::run, &cg), "pool_spawn");
+  if (__builtin_expect(cur == nullptr || (p != nullptr && p != cur), 0)) {
+    join_outside(p, f, g);
+    return;
+  }
+  first_exception exc;
+  call_ref<G> cg{&g, &exc};
+  pool_task_t t;
+  check(pool_spawn(p, &t, &call_ref<G>::run, &cg), "pool_spawn");
+  try {
+    f();
+  } catch (...) {
+    exc.capture();
+  }
+  int rc = pool_take(&t);
+  if (rc == POOL_TAKEN) {
     try {
-      f();
+      g();
     } catch (...) {
       exc.capture();
     }
-    int rc = pool_take(&t);
-    if (rc == POOL_TAKEN) {
-      try {
-        g();
-      } catch (...) {
-        exc.capture();
-      }
-    } else {
-      check(rc, "pool_take");
-    }
   } else {
-    /* Another thread: both halves run on the pool while this one waits. */
-    call_ref<F> cf{&f, &exc};
-    call_ref<G> cg{&g, &exc};
-    check(pool_join(p, &call_ref<F>::run, &cf, &call_ref<G>::run, &cg), "pool_join");
+    check(rc, "pool_take");
   }
   exc.rethrow();
 }
@@ -189,13 +200,16 @@ struct for_ctx {
   static void body(std::size_t lo, std::size_t hi, void *p) noexcept {
     for_ctx *c = static_cast<for_ctx *>(p);
     if (c->exc.failed()) return; /* cancelled by an earlier exception */
+    /* Locals: the body's stores cannot then be taken to change them. */
+    const I b = c->b;
+    F &f = *c->f;
     try {
       if constexpr (std::is_invocable_v<F &, I, I>) {
-        (*c->f)(at(c->b, lo), at(c->b, hi));
+        f(at(b, lo), at(b, hi));
       } else {
         static_assert(std::is_invocable_v<F &, I>,
                       "wspool::parallel_for: the body takes an index, or a subrange (lo, hi)");
-        for (std::size_t i = lo; i < hi; i++) (*c->f)(at(c->b, i));
+        for (std::size_t i = lo; i < hi; i++) f(at(b, i));
       }
     } catch (...) {
       c->exc.capture();

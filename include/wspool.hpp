@@ -134,13 +134,16 @@ inline pool_t *current() noexcept {
 
 /* join from a thread that is not a worker of `p`: both halves run on the
  * pool while this one waits. Out of line and cold, so that the caller's
- * inline path stays small. */
+ * inline path stays small; `f` comes as a copy when it can, so that its
+ * address never escapes the caller and the compiler keeps its captures in
+ * registers there. */
 template <class F, class G>
-[[gnu::noinline, gnu::cold]] void join_outside(pool_t *p, F &f, G &g) {
+[[gnu::noinline, gnu::cold]] void join_outside(pool_t *p, F f, G &g) {
+  using FR = std::remove_reference_t<F>;
   first_exception exc;
-  call_ref<F> cf{&f, &exc};
+  call_ref<FR> cf{&f, &exc};
   call_ref<G> cg{&g, &exc};
-  check(pool_join(p, &call_ref<F>::run, &cf, &call_ref<G>::run, &cg), "pool_join");
+  check(pool_join(p, &call_ref<FR>::run, &cf, &call_ref<G>::run, &cg), "pool_join");
   exc.rethrow();
 }
 
@@ -151,7 +154,10 @@ template <class F, class G>
 inline void join(pool_t *p, F &f, G &g) {
   pool_t *cur = current();
   if (__builtin_expect(cur == nullptr || (p != nullptr && p != cur), 0)) {
-    join_outside(p, f, g);
+    if constexpr (std::is_copy_constructible_v<F>)
+      join_outside<F, G>(p, f, g);
+    else
+      join_outside<F &, G>(p, f, g);
     return;
   }
   first_exception exc;
@@ -327,7 +333,8 @@ void submit_copy(pool_t *p, F &&f, first_exception *exc, bool group, pool_group_
  * Run `f()` and `g()`, possibly in parallel; return when both have
  * finished, rethrowing the first exception either threw. On a worker, `f`
  * runs here and `g` is spawned (and run here too unless a thief took it);
- * elsewhere both run on the default pool. Allocates nothing.
+ * elsewhere both run on the default pool, `f` as a copy when it is
+ * copyable. Allocates nothing.
  */
 template <class F, class G>
 void join(F &&f, G &&g) {

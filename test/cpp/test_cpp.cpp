@@ -3,6 +3,7 @@
  *
  *  - join: fib on pools of 1 and 3 workers and on the default pool, from
  *    outside (pool::join, free join) and recursively inside, exact results;
+ *    move-only callables from outside and inside;
  *  - exceptions: the first one thrown comes out of join (f's when both
  *    throw on a one-worker pool, where g runs after f), of parallel_for,
  *    parallel_reduce, task_group::wait and pool::wait_idle; the waiter is
@@ -24,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <vector>
@@ -80,6 +82,16 @@ static void test_join(wspool::pool &p) {
   long a = 0, b = 0;
   p.join([&] { a = fib(15); }, [&] { b = fib(16); });
   CHECK_EQ(a + b, fib_seq(17));
+  /* move-only callables, from outside (f is passed on, not copied) and
+   * inside */
+  std::atomic<int> got{0};
+  p.join([u = std::make_unique<int>(5), &got] { got += *u; },
+         [u = std::make_unique<int>(7), &got, &p] {
+           int inner = 0;
+           p.join([v = std::make_unique<int>(1), &inner] { inner += *v; }, [&inner] { inner += 2; });
+           got += *u + inner;
+         });
+  CHECK_EQ(got.load(), 5 + 7 + 3);
 }
 
 static void test_join_exceptions(wspool::pool &one) {

@@ -16,10 +16,9 @@ fi
 ncpu=$(nproc 2>/dev/null || echo 1)
 if "$mpirun" --version 2>&1 | grep -qi 'open mpi\|open-mpi\|openrte'; then
   # CI runs as root in a container: Open MPI refuses that without both
-  # variables. Oversubscribe: 2 ranks may exceed the slots it detects. Only
-  # the shared-memory and self transports: no network probing.
+  # variables. Oversubscribe: 2 ranks may exceed the slots it detects.
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader
+  export OMPI_MCA_rmaps_base_oversubscribe=1
   if [ "$ncpu" -ge 2 ]; then
     bind="--bind-to core --map-by core"
   else

@@ -63,7 +63,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int main(int argc, char **argv) {
   long n = argc > 1 ? std::atol(argv[1]) : 10000000;
   long workers = argc > 2 ? std::atol(argv[2]) : 0;
-  if (n < 1 || workers < 0 || workers > (long)POOL_MAX_THREADS) {
+  if (n < 1 || workers < 0 || workers > static_cast<long>(POOL_MAX_THREADS)) {
     std::fprintf(stderr, "usage: %s [n (>= 1) [workers (0 = one per CPU)]]\n", argv[0]);
     return 1;
   }
@@ -102,15 +102,15 @@ int main(int argc, char **argv) {
     for (long k = 0; k < 16; k++)
       g.run([&, k] {
         for (long i = n * k / 16; i < n * (k + 1) / 16; i++) {
-          part_sum[(std::size_t)k] += a[i];
-          part_xor[(std::size_t)k] ^= a[i];
+          part_sum[static_cast<std::size_t>(k)] += a[i];
+          part_xor[static_cast<std::size_t>(k)] ^= a[i];
         }
       });
     g.wait();
     uint64_t sum_out = 0, xor_out = 0;
     for (int k = 0; k < 16; k++) {
-      sum_out += part_sum[(std::size_t)k];
-      xor_out ^= part_xor[(std::size_t)k];
+      sum_out += part_sum[static_cast<std::size_t>(k)];
+      xor_out ^= part_xor[static_cast<std::size_t>(k)];
     }
 
     /* An exception inside a task reaches whoever waits for it. */

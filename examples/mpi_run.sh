@@ -3,8 +3,9 @@
 # The mpi_hybrid test: two ranks on this machine, each bound to its share of
 # the cores, under Open MPI's mpirun or MPICH's mpiexec.
 #   mpi_run.sh MPIRUN PROGRAM N SANITIZE
-# SANITIZE is the build's b_sanitize: ASan and TSan report noise from inside
-# Open MPI (its own leaks and unannotated races), which is not wspool's, so
+# SANITIZE is the build's b_sanitize. Under ASan a 2-rank run reports some
+# 3,000 leaked blocks, all allocated by Open MPI and its components, and
+# TSan is known to flag Open MPI's internals: neither is wspool's, so
 # sanitizer builds skip the run (77) and only build the example.
 # Exit 0 only when the program verified its total and its placement.
 set -u

@@ -79,6 +79,33 @@
  * the runtime's own invariants: it prints a report naming the misuse and
  * the call stack to stderr and calls abort(). That build is the one
  * exception to "never calls abort()"; it is meant for testing.
+ *
+ * \section hooks Worker hooks and names
+ * pool_config_t::on_worker_start runs once on each worker thread, after the
+ * thread is bound (pool_worker_cpu() tells where) and before it takes any
+ * work; pool_config_t::on_worker_stop runs once on each worker thread after
+ * its last task, while pool_destroy() joins the workers. They are for
+ * per-thread state: an MPI or GPU context, a random seed, a log tag. When
+ * pool_create() fails neither runs on any worker; the default pool, never
+ * destroyed, runs no stop hooks. Hooks return nothing, so they cannot fail:
+ * a hook that can fail must record it for the caller to check.
+ *
+ * A hook may call pool_current(), pool_worker_id(), pool_threads(),
+ * pool_worker_cpu() and pool_worker_stats() on its pool, and anything on
+ * other pools or libraries, from this thread. It must not submit, spawn or
+ * wait on its own pool (pool_submit(), pool_spawn(), pool_join(), groups,
+ * pool_parallel_for(), pool_wait_idle(), pool_destroy()): a start hook runs
+ * while pool_create() may not have returned, a stop hook while the pool
+ * shuts down and no worker looks for work any more. pool_create() returns
+ * once every start hook has returned (so what the hooks wrote is visible to
+ * its caller): a start hook must not wait for anything the creating thread
+ * does after pool_create().
+ *
+ * Worker threads are named "<name>-w<index>" (pthread_setname_np: what
+ * `top -H`, `ps -L`, gdb, perf and /proc/self/task/N/comm show), cut to
+ * Linux's 15 visible bytes by shortening the name, never the index. The
+ * name is pool_config_t::name, or "wspool-p<N>" where N counts the pools
+ * this process created (so "wspool-p0-w3").
  */
 #ifndef WSPOOL_H
 #define WSPOOL_H
@@ -140,6 +167,18 @@ typedef struct pool_config {
   /** Nonzero: pool_create() fails with ENOTSUP when binding was asked for
       but is impossible here, instead of starting unbound with a warning. */
   int bind_strict;
+  /** Called on each worker thread, after binding and before it takes work,
+      with the pool, the worker's index and \p hook_ctx; NULL = none.
+      See \ref hooks for what it may call. */
+  void (*on_worker_start)(pool_t *pool, unsigned worker, void *ctx);
+  /** Called on each worker thread after its last task, during
+      pool_destroy(); NULL = none. See \ref hooks. */
+  void (*on_worker_stop)(pool_t *pool, unsigned worker, void *ctx);
+  /** Passed to both hooks. */
+  void *hook_ctx;
+  /** Thread-name prefix of the workers ("<name>-w<index>", see \ref hooks);
+      copied by pool_create(); NULL or "" = "wspool-p<N>". */
+  const char *name;
 } pool_config_t;
 
 /**

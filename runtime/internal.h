@@ -11,6 +11,7 @@
 #include "atomics.h"
 #include "deque.h"
 #include "gqueue.h"
+#include "hooks.h"
 #include "nodes.h"
 #include "sleep.h"
 #include "task.h"
@@ -125,6 +126,7 @@ struct pool {
   bool is_default;
   struct ws_placement *placement;
   unsigned trace_pid; /* this pool's process track in the trace */
+  ws_hooks hooks;     /* worker hooks and thread names (hooks.c) */
 };
 
 /* The calling thread's worker, NULL outside every pool. Initial-exec TLS:

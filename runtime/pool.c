@@ -163,6 +163,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (p->fork_gen != ws_fork_gen) p->fork_gen = ws_fork_gen;
   p->cfg = cfg;
   p->nthreads = cfg.threads;
+  ws_hooks_init(p);
   rc = ws_gqueue_init(&p->gq);
   if (rc) {
     recycle_pool(p);
@@ -223,8 +224,9 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
     if (!warned)
       fprintf(stderr, "wspool: cannot bind workers here (%s); running unbound\n", strerror(brc));
     warned = true;
-    w->cpu = -1; /* read only by pool_worker_cpu(), after create returns */
+    w->cpu = -1; /* read by pool_worker_cpu(): after create returns, or in a hook */
   }
+  ws_hooks_open(p, rc == 0); /* the workers may take work (hooks.h) */
   if (rc) {
     pthread_attr_destroy(&attr);
     stop_workers(p);

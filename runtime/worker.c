@@ -256,6 +256,7 @@ void *ws_worker_main(void *arg) {
     uintptr_t here = (uintptr_t)&attr, size_guess = p->cfg.stack_size;
     w->stack_lo = here > size_guess ? here - size_guess + (64u << 10) : 0;
   }
+  bool begun = ws_worker_begin(w); /* name, start hook (hooks.c) */
 
   for (;;) {
     ws_task *t = ws_find_work(w, NULL);
@@ -297,6 +298,7 @@ void *ws_worker_main(void *arg) {
     /* Acquire: the other workers' last steals happen before we go on. */
     while ((n = ws_u32_load(&p->stopped, ws_acquire)) != p->nstarted) ws_futex_wait(&p->stopped, n);
   }
+  ws_worker_end(w, begun); /* stop hook (hooks.c) */
   ws_set_self(NULL);
   return NULL;
 }

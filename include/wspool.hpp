@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * \file wspool.hpp
+ * \brief A header-only C++17 layer over wspool.h: lambdas instead of
+ * `void *`, RAII pools, exceptions carried to the waiter.
+ *
+ * Every call expands to the C call it names (see docs/cpp.md):
+ *  - wspool::join(f, g): pool_spawn() of `g`, `f()` here, pool_take(), and
+ *    `g()` as a plain, inlinable call when nobody stole it: the fast path
+ *    of the C fork/join pattern. The lambdas stay in the caller's frame, the
+ *    spawned frame on its stack: nothing is allocated. From a thread outside
+ *    every pool, pool_join() runs both on the default pool.
+ *  - wspool::parallel_for(b, e, f): pool_parallel_for() whose range body
+ *    calls `f(i)` for each index (or `f(lo, hi)` for the whole subrange,
+ *    when `f` takes two indices), inlined into the body's loop.
+ *  - wspool::parallel_reduce(b, e, identity, body, combine):
+ *    pool_parallel_reduce() on a trivially copyable `T`.
+ *  - wspool::task_group: a pool_group_t; wspool::pool::submit(): pool_submit().
+ *    These two keep a copy of the callable alive until it runs, one
+ *    allocation per call (as oneTBB's task_group and enqueue do).
+ * The layer allocates nothing beyond that: join(), parallel_for() and
+ * parallel_reduce() add no allocation to what the C calls do.
+ *
+ * Exceptions: an exception leaving a task is caught on the worker and the
+ * first one thrown (in time) is rethrown by the waiter: join() and
+ * parallel_for()/parallel_reduce() when they return, task_group::wait(),
+ * pool::wait_idle(). Later ones are dropped. After a first exception,
+ * parallel_for()/parallel_reduce() chunks and task_group tasks that have
+ * not started yet are skipped (as oneTBB cancels the group); both halves of
+ * a join() always run. Errors of the C API (ENOMEM, ESHUTDOWN, ...) throw
+ * wspool::error.
+ */
+#ifndef WSPOOL_HPP
+#define WSPOOL_HPP
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "wspool.h"
+
+namespace wspool {
+
+/** An error code of the C API (an errno value), as an exception. */
+class error : public std::runtime_error {
+ public:
+  error(int code, const char *where)
+      : std::runtime_error(std::string(where) + ": " + pool_strerror(code)), code_(code) {}
+  /** The errno value the C call returned. */
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+namespace detail {
+
+[[noreturn]] inline void fail(int rc, const char *where) { throw error(rc, where); }
+inline void check(int rc, const char *where) {
+  if (rc != 0) fail(rc, where);
+}
+
+/* The first exception thrown by the tasks of one wait. Nothing is
+ * constructed until a task throws, so the non-throwing path is a store
+ * and a load. */
+class first_exception {
+ public:
+  first_exception() noexcept = default;
+  first_exception(const first_exception &) = delete;
+  first_exception &operator=(const first_exception &) = delete;
+  ~first_exception() {
+    if (state_.load(std::memory_order_relaxed) == SET) ptr()->~exception_ptr();
+  }
+  /* An exception was caught: keep it if it is the first. Inside a catch. */
+  void capture() noexcept {
+    int expect = NONE;
+    if (state_.compare_exchange_strong(expect, WRITING, std::memory_order_acq_rel)) {
+      ::new (static_cast<void *>(buf_)) std::exception_ptr(std::current_exception());
+      state_.store(SET, std::memory_order_release);
+    }
+  }
+  /* True once a task threw (to skip work that has not started). */
+  bool failed() const noexcept { return state_.load(std::memory_order_relaxed) != NONE; }
+  /* After the wait: rethrow the first exception, if any, and reset. */
+  void rethrow() {
+    if (state_.load(std::memory_order_acquire) != SET) return;
+    std::exception_ptr e = std::move(*ptr());
+    ptr()->~exception_ptr();
+    state_.store(NONE, std::memory_order_relaxed);
+    std::rethrow_exception(e);
+  }
+
+ private:
+  enum { NONE, WRITING, SET };
+  std::exception_ptr *ptr() noexcept {
+    return std::launder(reinterpret_cast<std::exception_ptr *>(buf_));
+  }
+  std::atomic<int> state_{NONE};
+  alignas(std::exception_ptr) unsigned char buf_[sizeof(std::exception_ptr)];
+};
+
+/* A callable that lives elsewhere (the caller's frame), as a pool_fn. */
+template <class F>
+struct call_ref {
+  F *f;
+  first_exception *exc;
+  static void run(void *p) noexcept {
+    call_ref *c = static_cast<call_ref *>(p);
+    try {
+      (*c->f)();
+    } catch (...) {
+      c->exc->capture();
+    }
+  }
+};
+
+/* The pool the calling thread works for, NULL on other threads. With the
+ * header's inline fast paths this is the thread-local word pool_spawn()
+ * itself tests, not a call into the library. */
+inline pool_t *current() noexcept {
+#ifdef POOL__INLINE
+  return static_cast<pool_t *>(pool__tls.pool);
+#else
+  return pool_current();
+#endif
+}
+
+/* join from a thread that is not a worker of `p`: both halves run on the
+ * pool while this one waits. Out of line and cold, so that the caller's
+ * inline path stays small; `f` comes as a copy when it can, so that its
+ * address never escapes the caller and the compiler keeps its captures in
+ * registers there. */
+template <class F, class G>
+[[gnu::noinline, gnu::cold]] void join_outside(pool_t *p, F f, G &g) {
+  using FR = std::remove_reference_t<F>;
+  first_exception exc;
+  call_ref<FR> cf{&f, &exc};
+  call_ref<G> cg{&g, &exc};
+  check(pool_join(p, &call_ref<FR>::run, &cf, &call_ref<G>::run, &cg), "pool_join");
+  exc.rethrow();
+}
+
+/* join on `p` (NULL: the caller's pool, else the default pool). On a worker
+ * of that pool: spawn g, run f, take g back (pool_take) and call it, unless
+ * a thief has it. */
+template <class F, class G>
+inline void join(pool_t *p, F &f, G &g) {
+  pool_t *cur = current();
+  if (__builtin_expect(cur == nullptr || (p != nullptr && p != cur), 0)) {
+    if constexpr (std::is_copy_constructible_v<F>)
+      join_outside<F, G>(p, f, g);
+    else
+      join_outside<F &, G>(p, f, g);
+    return;
+  }
+  first_exception exc;
+  call_ref<G> cg{&g, &exc};
+  pool_task_t t;
+  check(pool_spawn(p, &t, &call_ref<G>::run, &cg), "pool_spawn");
+  try {
+    f();
+  } catch (...) {
+    exc.capture();
+  }
+  int rc = pool_take(&t);
+  if (rc == POOL_TAKEN) {
+    try {
+      g();
+    } catch (...) {
+      exc.capture();
+    }
+  } else {
+    check(rc, "pool_take");
+  }
+  exc.rethrow();
+}
+
+template <class T>
+using unsigned_of = std::make_unsigned_t<T>;
+
+/* Index + offset, for any integral index type, without signed overflow. */
+template <class I>
+I at(I b, std::size_t off) noexcept {
+  return static_cast<I>(static_cast<unsigned_of<I>>(b) + static_cast<unsigned_of<I>>(off));
+}
+
+template <class I>
+std::size_t count(I b, I e) {
+  static_assert(std::is_integral_v<I>, "wspool: loop indices must be integers");
+  if (e < b) fail(EINVAL, "parallel_for: end before begin");
+  return static_cast<std::size_t>(static_cast<unsigned_of<I>>(e) - static_cast<unsigned_of<I>>(b));
+}
+
+template <class I, class F>
+struct for_ctx {
+  I b;
+  F *f;
+  first_exception exc;
+  static void body(std::size_t lo, std::size_t hi, void *p) noexcept {
+    for_ctx *c = static_cast<for_ctx *>(p);
+    if (c->exc.failed()) return; /* cancelled by an earlier exception */
+    /* Locals: the body's stores cannot then be taken to change them. */
+    const I b = c->b;
+    F &f = *c->f;
+    try {
+      if constexpr (std::is_invocable_v<F &, I, I>) {
+        f(at(b, lo), at(b, hi));
+      } else {
+        static_assert(std::is_invocable_v<F &, I>,
+                      "wspool::parallel_for: the body takes an index, or a subrange (lo, hi)");
+        for (std::size_t i = lo; i < hi; i++) f(at(b, i));
+      }
+    } catch (...) {
+      c->exc.capture();
+    }
+  }
+};
+
+template <class I, class F>
+void parallel_for(pool_t *p, I b, I e, std::size_t grain, F &f) {
+  std::size_t n = count(b, e);
+  for_ctx<I, F> c{b, &f, {}};
+  check(pool_parallel_for(p, 0, n, grain, &for_ctx<I, F>::body, &c), "pool_parallel_for");
+  c.exc.rethrow();
+}
+
+template <class I, class T, class Body, class Combine>
+struct reduce_ctx {
+  I b;
+  const T *identity;
+  Body *body;
+  Combine *combine;
+  first_exception exc;
+
+  static void accumulate(std::size_t lo, std::size_t hi, void *acc, void *p) noexcept {
+    reduce_ctx *c = static_cast<reduce_ctx *>(p);
+    if (c->exc.failed()) return;
+    try {
+      T a = *c->identity;
+      std::memcpy(static_cast<void *>(&a), acc, sizeof(T));
+      if constexpr (std::is_invocable_r_v<T, Body &, I, I, T>) {
+        a = (*c->body)(at(c->b, lo), at(c->b, hi), std::move(a));
+      } else {
+        static_assert(std::is_invocable_r_v<T, Body &, T, I>,
+                      "wspool::parallel_reduce: the body is T(T acc, I i) or T(I lo, I hi, T acc)");
+        for (std::size_t i = lo; i < hi; i++) a = (*c->body)(std::move(a), at(c->b, i));
+      }
+      std::memcpy(acc, static_cast<const void *>(&a), sizeof(T));
+    } catch (...) {
+      c->exc.capture();
+    }
+  }
+  static void join(void *into, const void *from, void *p) noexcept {
+    reduce_ctx *c = static_cast<reduce_ctx *>(p);
+    if (c->exc.failed()) return;
+    try {
+      T a = *c->identity, b = *c->identity;
+      std::memcpy(static_cast<void *>(&a), into, sizeof(T));
+      std::memcpy(static_cast<void *>(&b), from, sizeof(T));
+      a = (*c->combine)(std::move(a), std::move(b));
+      std::memcpy(into, static_cast<const void *>(&a), sizeof(T));
+    } catch (...) {
+      c->exc.capture();
+    }
+  }
+};
+
+template <class I, class T, class Body, class Combine>
+T parallel_reduce(pool_t *p, I b, I e, const T &identity, Body &body, Combine &combine,
+                  std::size_t grain, bool deterministic) {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "wspool::parallel_reduce: the accumulator type must be trivially copyable");
+  static_assert(alignof(T) <= alignof(std::max_align_t),
+                "wspool::parallel_reduce: over-aligned accumulators are not supported");
+  std::size_t n = count(b, e);
+  using ctx = reduce_ctx<I, T, Body, Combine>;
+  ctx c{b, &identity, &body, &combine, {}};
+  pool_reducer_t r;
+  r.size = sizeof(T);
+  r.identity = static_cast<const void *>(&identity);
+  r.body = &ctx::accumulate;
+  r.combine = &ctx::join;
+  r.ctx = &c;
+  r.deterministic = deterministic ? 1 : 0;
+  T result = identity;
+  check(pool_parallel_reduce(p, 0, n, grain, &r, static_cast<void *>(&result)),
+        "pool_parallel_reduce");
+  c.exc.rethrow();
+  return result;
+}
+
+/* A copy of a callable, owned by the task that runs it once. */
+template <class D>
+struct owned_call {
+  D f;
+  first_exception *exc;
+  bool skip_after_failure; /* a group's task: cancelled by a sibling's exception */
+  static void run(void *p) noexcept {
+    owned_call *c = static_cast<owned_call *>(p);
+    if (!(c->skip_after_failure && c->exc->failed())) {
+      try {
+        c->f();
+      } catch (...) {
+        c->exc->capture();
+      }
+    }
+    delete c;
+  }
+};
+
+template <class F>
+void submit_copy(pool_t *p, F &&f, first_exception *exc, bool group, pool_group_t *g) {
+  using D = std::decay_t<F>;
+  owned_call<D> *c = new owned_call<D>{D(std::forward<F>(f)), exc, group};
+  int rc = group ? pool_group_spawn(g, &owned_call<D>::run, c)
+                 : pool_submit(p, &owned_call<D>::run, c);
+  if (rc != 0) {
+    delete c;
+    fail(rc, group ? "pool_group_spawn" : "pool_submit");
+  }
+}
+
+}  // namespace detail
+
+/**
+ * Run `f()` and `g()`, possibly in parallel; return when both have
+ * finished, rethrowing the first exception either threw. On a worker, `f`
+ * runs here and `g` is spawned (and run here too unless a thief took it);
+ * elsewhere both run on the default pool, `f` as a copy when it is
+ * copyable. Allocates nothing.
+ */
+template <class F, class G>
+void join(F &&f, G &&g) {
+  detail::join(nullptr, f, g);
+}
+
+/** Call `f(i)` for every `i` in [b, e), or `f(lo, hi)` on disjoint
+ *  subranges covering it, in parallel on the caller's pool (or the default
+ *  pool); `grain` is the smallest subrange, 0 = automatic. */
+template <class B, class E, class F>
+void parallel_for(B b, E e, std::size_t grain, F &&f) {
+  using I = std::common_type_t<B, E>;
+  detail::parallel_for(nullptr, static_cast<I>(b), static_cast<I>(e), grain, f);
+}
+/** parallel_for() with an automatic grain. */
+template <class B, class E, class F>
+void parallel_for(B b, E e, F &&f) {
+  using I = std::common_type_t<B, E>;
+  detail::parallel_for(nullptr, static_cast<I>(b), static_cast<I>(e), 0, f);
+}
+
+/**
+ * Reduce [b, e): `body(acc, i)` folds one index into an accumulator (or
+ * `body(lo, hi, acc)` a whole subrange), `combine(left, right)` joins two
+ * partial results in index order (associative, not necessarily
+ * commutative). Every partial result starts from `identity`. `T` must be
+ * trivially copyable. `deterministic`: the same subranges and combine tree
+ * whatever the pool (pool_reducer_t::deterministic).
+ */
+template <class B, class E, class T, class Body, class Combine>
+T parallel_reduce(B b, E e, T identity, Body &&body, Combine &&combine, std::size_t grain = 0,
+                  bool deterministic = false) {
+  using I = std::common_type_t<B, E>;
+  return detail::parallel_reduce(nullptr, static_cast<I>(b), static_cast<I>(e), identity, body,
+                                 combine, grain, deterministic);
+}
+
+/** An owning pool: created by the constructor, drained and destroyed by the
+ *  destructor. Not copyable or movable (tasks refer to it). */
+class pool {
+ public:
+  /** The defaults of pool_config_default() (which reads WSPOOL_THREADS and
+   *  WSPOOL_BIND). */
+  static pool_config_t default_config() noexcept {
+    pool_config_t c;
+    pool_config_default(&c);
+    return c;
+  }
+  /** `threads` workers (0 = one per allowed CPU), otherwise the defaults. */
+  explicit pool(unsigned threads = 0) {
+    pool_config_t c = default_config();
+    if (threads != 0) c.threads = threads;
+    create(c);
+  }
+  explicit pool(const pool_config_t &cfg) { create(cfg); }
+  pool(const pool &) = delete;
+  pool &operator=(const pool &) = delete;
+  /** pool_destroy(): runs everything submitted, joins the workers.
+   *  Exceptions of submitted tasks not yet collected by wait_idle() are
+   *  dropped. Must not run on one of this pool's workers. */
+  ~pool() { (void)pool_destroy(p_); }
+
+  /** The C handle, for the C API. */
+  pool_t *get() const noexcept { return p_; }
+  unsigned threads() const noexcept { return pool_threads(p_); }
+
+  /** join() on this pool. */
+  template <class F, class G>
+  void join(F &&f, G &&g) {
+    detail::join(p_, f, g);
+  }
+  /** parallel_for() on this pool. */
+  template <class B, class E, class F>
+  void parallel_for(B b, E e, std::size_t grain, F &&f) {
+    using I = std::common_type_t<B, E>;
+    detail::parallel_for(p_, static_cast<I>(b), static_cast<I>(e), grain, f);
+  }
+  template <class B, class E, class F>
+  void parallel_for(B b, E e, F &&f) {
+    parallel_for(b, e, 0, f);
+  }
+  /** parallel_reduce() on this pool. */
+  template <class B, class E, class T, class Body, class Combine>
+  T parallel_reduce(B b, E e, T identity, Body &&body, Combine &&combine, std::size_t grain = 0,
+                    bool deterministic = false) {
+    using I = std::common_type_t<B, E>;
+    return detail::parallel_reduce(p_, static_cast<I>(b), static_cast<I>(e), identity, body,
+                                   combine, grain, deterministic);
+  }
+  /** Run a copy of `f` once on the pool, fire-and-forget (pool_submit()).
+   *  Its exception, if the first, is rethrown by wait_idle(). */
+  template <class F>
+  void submit(F &&f) {
+    detail::submit_copy(p_, std::forward<F>(f), &exc_, false, nullptr);
+  }
+  /** pool_wait_idle(), then rethrow the first exception a submitted task
+   *  threw since the last wait_idle(). */
+  void wait_idle() {
+    detail::check(pool_wait_idle(p_), "pool_wait_idle");
+    exc_.rethrow();
+  }
+
+ private:
+  void create(const pool_config_t &cfg) { detail::check(pool_create(&p_, &cfg), "pool_create"); }
+  pool_t *p_ = nullptr;
+  detail::first_exception exc_;
+};
+
+/** Any number of tasks, waited for together (a pool_group_t). run() keeps
+ *  a copy of the callable until it has run: one allocation per run(). */
+class task_group {
+ public:
+  /** On the caller's pool, else the default pool. */
+  task_group() { init(nullptr); }
+  explicit task_group(pool &p) { init(p.get()); }
+  task_group(const task_group &) = delete;
+  task_group &operator=(const task_group &) = delete;
+  /** Waits for the tasks still running; their exception is dropped. */
+  ~task_group() { (void)pool_group_wait(&g_); }
+
+  /** Run a copy of `f` as a task of the group. */
+  template <class F>
+  void run(F &&f) {
+    detail::submit_copy(nullptr, std::forward<F>(f), &exc_, true, &g_);
+  }
+  /** Wait for every task run so far (helping, like pool_group_wait()),
+   *  then rethrow the first exception one threw. Tasks not yet started
+   *  when one threw are skipped. The group may be reused. */
+  void wait() {
+    detail::check(pool_group_wait(&g_), "pool_group_wait");
+    exc_.rethrow();
+  }
+
+ private:
+  void init(pool_t *p) { detail::check(pool_group_init(&g_, p), "pool_group_init"); }
+  pool_group_t g_;
+  detail::first_exception exc_;
+};
+
+}  // namespace wspool
+
+#endif /* WSPOOL_HPP */

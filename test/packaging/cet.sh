@@ -23,14 +23,18 @@ want="IBT, SHSTK"
 [ "$cet" = 2 ] && want="SHSTK"
 bad=0
 for o in *.o; do
-  if ! readelf -n "$o" | grep -q "x86 feature: $want"; then
+  # (captured first: with pipefail, grep -q stopping early would fail the
+  # pipeline through readelf's SIGPIPE)
+  notes=$(readelf -n "$o")
+  if ! grep -q "x86 feature: $want" <<<"$notes"; then
     echo "cet: $o lacks the property note ($want)"
     bad=1
   fi
 done
 if [ $((cet & 1)) = 1 ]; then
   for t in pool__spawn_tramp pool__sync_tramp pool__take_tramp; do
-    first=$(objdump -d --no-show-raw-insn tramp.S.o | awk -v t="<$t>:" '$2 == t { getline; print $2; exit }')
+    dis=$(objdump -d --no-show-raw-insn tramp.S.o)
+    first=$(awk -v t="<$t>:" '$2 == t { getline; print $2; exit }' <<<"$dis")
     [ "$first" = endbr64 ] || { echo "cet: $t starts with '$first', not endbr64"; bad=1; }
   done
 fi

@@ -322,7 +322,10 @@ static inline bool pop_private(ws_worker *w, ws_frame *f) {
   return true;
 }
 
-/* Is f on the private stack of w, the caller's worker? */
+/* Is f on the private stack of w, the caller's worker? Searched from the
+ * top, and only for a frame that carries no published state (sync_slow):
+ * everything above f is what the caller spawned after f, which the sync
+ * then runs, so the search costs no more than the unwinding it leads to. */
 static bool priv_holds(const ws_worker *w, const ws_frame *f) {
   for (ws_task **s = ws_top(); s != w->priv_lo;)
     if (*--s == &f->hdr) return true;
@@ -332,14 +335,22 @@ static bool priv_holds(const ws_worker *w, const ws_frame *f) {
 /* Sync (take = false) or take (true) of a frame off the fast path. */
 static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, bool take) {
   ws_worker *w = self;
-  /* A private frame that is not on top (synced out of order) has no state
-   * yet, so look for it first; the search costs no more than the unwinding
-   * it leads to. Otherwise its state tells. */
-  if (!(w && priv_holds(w, f))) {
-    uint32_t st = ws_u32_load(&f->state, ws_acquire);
-    bool finished = st == frame_state(f, FRAME_DONE);
-    if ((!finished && st != frame_state(f, FRAME_SPAWNED)) || f->hdr.exec != frame_exec)
-      return EINVAL;
+  /* The state first: a frame that finished (run by a thief, or by an
+   * earlier out-of-order sync that unwound past it) or was published is
+   * told by it in O(1). Only a frame with neither state can be private,
+   * and only then is the private stack searched. The private stack may
+   * hold far more than the caller's own frames (an out-of-order sync runs
+   * the caller's later children with the ancestors' pending siblings still
+   * below), so searching it first made every out-of-order sync below pay
+   * for all of them (docs/design.md 6.1). A private frame's memory never
+   * holds its own published state: the library sets every state it gives
+   * back to IDLE when the frame's sync returns. */
+  uint32_t st = ws_u32_load(&f->state, ws_acquire);
+  bool finished = st == frame_state(f, FRAME_DONE);
+  bool published = (finished || st == frame_state(f, FRAME_SPAWNED)) && f->hdr.exec == frame_exec;
+  if (!published) {
+    if (!(w && priv_holds(w, f))) return EINVAL;
+  } else {
     if (finished) goto done;
     w = f->owner;
     if (!w) {

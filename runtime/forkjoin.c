@@ -114,10 +114,18 @@ static void frame_exec(ws_task *t, ws_worker *w) {
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
   ws_trace_task(w, (ws_fnptr)f->fn, t0);
-  if (f->owner) {
-    /* Release: the task's effects are visible to the owner's acquire load.
-     * This store is the last touch of the frame. */
+  ws_worker *owner = f->owner;
+  if (owner == w) {
+    /* Its owner ran it (popped while syncing another frame): nobody waits
+     * for it. Release: as below. */
     ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
+  } else if (owner) {
+    /* Release: the task's effects are visible to the owner's acquire load.
+     * This store is the last touch of the frame; then the owner, which
+     * may be asleep waiting for it, is told (the pool outlives it). */
+    struct pool *p = owner->pool;
+    ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
+    ws_wait_notify(&p->sleep);
   } else {
     struct pool *p = f->pool;
     ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_seq_cst);
@@ -482,6 +490,17 @@ typedef struct group_child {
 
 _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too small");
 
+/* A child finished (or failed to enqueue). seq_cst: pairs with an outside
+ * waiter's registration (ws_event). After this decrement the group may be
+ * gone; only the pool is touched. The last child also tells the waiting
+ * workers (ws_wait_notify): the one in this group's wait may be asleep. */
+static void group_done(ws_group *g, struct pool *p) {
+  int64_t old = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
+  if ((old & GROUP_COUNT) != 1) return;
+  if (old & GROUP_WAITER) ws_event_notify(&p->ext);
+  ws_wait_notify(&p->sleep);
+}
+
 static void child_exec(ws_task *t, ws_worker *w) {
   group_child *c = (group_child *)t;
   pool_fn fn = c->fn;
@@ -492,9 +511,7 @@ static void child_exec(ws_task *t, ws_worker *w) {
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
   struct pool *p = g->pool;
-  /* seq_cst: pairs with an outside waiter's registration (ws_event). After
-   * this decrement the group may be gone; only the pool is touched. */
-  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  group_done(g, p);
 }
 
 int pool_group_init(pool_group_t *pg, pool_t *pool) {
@@ -533,7 +550,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
     pool__tls.tasks++; /* a worker's: joins its stats.tasks in ws_run() */
     rc = 0;
   }
-  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  group_done(g, p);
   return rc;
 }
 

@@ -122,7 +122,11 @@ static void job_progress(pf_job *job, size_t items) {
   if (ws_size_fetch_add(&job->remaining, (size_t)0 - items, ws_acq_rel) != items) return;
   /* The job may be gone once `done` is visible: touch only the pool after. */
   ws_u32_store(&job->done, 1, ws_seq_cst);
-  if (outside) ws_event_notify(&p->ext);
+  /* The waiting worker may be asleep (ws_help_until_value). */
+  if (outside)
+    ws_event_notify(&p->ext);
+  else
+    ws_wait_notify(&p->sleep);
 }
 
 /* Runs chunks [from, to) of a range of n items at base, without exposing

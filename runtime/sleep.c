@@ -67,12 +67,26 @@ void ws_sleep_init(ws_sleep *s) {
   ws_u32_store(&s->epoch, 0, ws_relaxed);
   ws_u32_store(&s->sleepers, 0, ws_relaxed);
   ws_u32_store(&s->waking, 0, ws_relaxed);
+  ws_u32_store(&s->waiters, 0, ws_relaxed);
+  ws_u32_store(&s->wait_epoch, 0, ws_relaxed);
+}
+
+/* Wakes every waiting worker. Called after a seq_cst fence that follows
+ * the producer's store, with `waiters` seen non-zero. */
+static void wait_wake(ws_sleep *s) {
+  /* seq_cst RMW: a waiter whose epoch load reads the new value also sees
+   * what the producer stored before its fence. */
+  ws_u32_fetch_add(&s->wait_epoch, 1, ws_seq_cst);
+  ws_futex_wake(&s->wait_epoch, INT_MAX);
 }
 
 void ws_sleep_notify(ws_sleep *s) {
   /* Orders the caller's publication of work (a deque or queue store) before
    * the load of `sleepers`; pairs with the seq_cst RMW in ws_sleep_prepare. */
   ws_fence(ws_seq_cst);
+  /* Waiting workers may run this work too (relaxed: after the fence, as
+   * `sleepers`; the argument is ws_wait_notify's). */
+  if (ws_u32_load(&s->waiters, ws_relaxed) != 0) wait_wake(s);
   if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
   uint32_t idle = 0;
   if (!ws_u32_cas(&s->waking, &idle, 1, ws_seq_cst)) return; /* a wake is in flight */
@@ -116,6 +130,39 @@ void ws_sleep_chain(ws_sleep *s) { ws_sleep_notify(s); }
 void ws_sleep_wake_all(ws_sleep *s) {
   ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
   ws_futex_wake(&s->epoch, INT_MAX);
+}
+
+uint32_t ws_wait_prepare(ws_sleep *s) {
+  ws_u32_fetch_add(&s->waiters, 1, ws_seq_cst);
+  uint32_t e = ws_u32_load(&s->wait_epoch, ws_seq_cst);
+  /* The caller's last look (its condition, then the queues) comes after
+   * the registration: this fence pairs with the one in ws_wait_notify and
+   * ws_sleep_notify. */
+  ws_fence(ws_seq_cst);
+  return e;
+}
+
+void ws_wait_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->waiters, (uint32_t)-1, ws_seq_cst); }
+
+void ws_wait_commit(ws_sleep *s, uint32_t epoch) {
+  /* Sleeps only while wait_epoch is still `epoch`: a producer that bumped
+   * it after our load, before or during this call, is not missed. */
+  ws_futex_wait(&s->wait_epoch, epoch);
+  ws_u32_fetch_add(&s->waiters, (uint32_t)-1, ws_seq_cst);
+}
+
+void ws_wait_notify(ws_sleep *s) {
+  /* No lost wake-up (docs/design.md, "Waiting workers sleep"): the
+   * completer's store, then this fence, then its load of `waiters`; the
+   * waiter's registration, then its fence, then its look at the
+   * condition. The two fences are ordered in the single total order S:
+   * if the completer's comes first, the waiter's look sees the store;
+   * otherwise the completer's load sees the registration and bumps the
+   * epoch, which the waiter's futex_wait compares against the value it
+   * read before its look (or, if that load read the bump, the look sees
+   * the store: the bump is a release after it). */
+  ws_fence(ws_seq_cst);
+  if (ws_u32_load(&s->waiters, ws_relaxed) != 0) wait_wake(s);
 }
 
 void ws_event_init(ws_event *ev) {

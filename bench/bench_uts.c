@@ -10,10 +10,15 @@
  * Each tree on 1 and 2 workers. Every run checks the published node count
  * (exit 1 when wrong); the first sequential run also checks the leaves.
  *
+ * Then the waiter's CPU: worker 0 spawns a task that blocks 1 s (a sleep
+ * standing in for I/O), stays busy until worker 1 has stolen it, and syncs;
+ * the process's CPU time over that sync (3 runs, median).
+ *
  * Targets (the issue): FIFO within 1.25x of LIFO on 1 and 2 workers for
- * both trees; with LIFO, T1 within 1.15x of Ts and T1/T2 >= 1.8. Judged on
- * paired ratios (runs of the same round, moments apart; benchutil.h).
- * Environment: WSPOOL_BENCH_UTS (T1, T3 or both, default both),
+ * both trees; with LIFO, T1 within 1.15x of Ts and T1/T2 >= 1.8; waiting
+ * for the 1 s stolen task under 0.1 s of CPU. Judged on paired ratios
+ * (runs of the same round, moments apart; benchutil.h).
+ * Environment: WSPOOL_BENCH_UTS (T1, T3, wait, or all by default),
  * WSPOOL_BENCH_RUNS, WSPOOL_BENCH_BUDGET. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +201,47 @@ static double run_tbb(bench_variant *v) {
 
 static pool_t *pools[2];
 
+/* ---- the waiter's CPU over a blocked, stolen task ---- */
+
+typedef struct sleeper {
+  volatile int started;
+  double cpu;
+} sleeper;
+
+static void sleeper_fn(void *p) {
+  sleeper *s = p;
+  __atomic_store_n(&s->started, 1, __ATOMIC_RELEASE);
+  bench_sleep_ms(1000);
+}
+
+static void waiter_root(void *p) {
+  sleeper *s = p;
+  pool_task_t t;
+  pool_spawn(NULL, &t, sleeper_fn, s);
+  while (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE)) {
+  }
+  double c0 = bench_cpu_time();
+  pool_sync(&t);
+  s->cpu = bench_cpu_time() - c0;
+}
+
+static void waiter_cpu(void) {
+  printf("== bench_uts: a worker waits for a stolen task that blocks 1 s (2 workers)\n");
+  double cpu[3];
+  for (int r = 0; r < 3; r++) {
+    sleeper s = {0, -1};
+    bench_settle();
+    double t0 = bench_now();
+    if (pool_submit(pools[1], waiter_root, &s) != 0 || pool_wait_idle(pools[1]) != 0)
+      bench_fail("waiter: submit or wait failed");
+    printf("  run %d: %.4f s of CPU over %.3f s\n", r, s.cpu, bench_now() - t0);
+    cpu[r] = s.cpu;
+  }
+  double med = bench_median(cpu, 3);
+  bench_target("waiting for a 1 s stolen task costs under 0.1 s of CPU", med < 0.1,
+               "median %.4f s", med);
+}
+
 static void one_tree(const uts_tree *t) {
   tree = t;
   char what[200];
@@ -261,12 +307,12 @@ static void one_tree(const uts_tree *t) {
 
 int main(void) {
   const char *which = getenv("WSPOOL_BENCH_UTS");
-  int t1 = !which || !*which || strcmp(which, "T3") != 0;
-  int t3 = !which || !*which || strcmp(which, "T1") != 0;
+  int all = !which || !*which;
   pools[0] = bench_pool(1, BENCH_DEFAULT);
   pools[1] = bench_pool(2, BENCH_DEFAULT);
-  if (t1) one_tree(&uts_t1);
-  if (t3) one_tree(&uts_t3);
+  if (all || strcmp(which, "T1") == 0) one_tree(&uts_t1);
+  if (all || strcmp(which, "T3") == 0) one_tree(&uts_t3);
+  if (all || strcmp(which, "wait") == 0) waiter_cpu();
   for (int i = 0; i < 2; i++) pool_destroy(pools[i]);
   return bench_finish();
 }

@@ -330,6 +330,23 @@ static inline bool pop_private(ws_worker *w, ws_frame *f) {
   return true;
 }
 
+/* Runs private frame g, taken off the stack by an out-of-order sync of an
+ * older frame, and marks it done for its own sync. Nobody but its owner
+ * (this thread) ever sees it: it was never in the deque. So of the fields
+ * publication sets, it needs only the two that sync_slow reads of a
+ * finished frame, exec and state, set after the run (relaxed: read on this
+ * thread). Counted like an inline sync's run: the thread-local count joins
+ * the worker's statistic in ws_run(), which runs the task this sync is
+ * in. */
+static void run_unwound(ws_frame *g, ws_worker *w) {
+  uint64_t t0 = ws_trace_t0(w);
+  g->fn(g->arg);
+  ws_trace_task(w, (ws_fnptr)g->fn, t0);
+  pool__tls.tasks++;
+  g->hdr.exec = frame_exec;
+  ws_u32_store(&g->state, frame_state(g, FRAME_DONE), ws_relaxed);
+}
+
 /* Is f on the private stack of w, the caller's worker? Searched from the
  * top, and only for a frame that carries no published state (sync_slow):
  * everything above f is what the caller spawned after f, which the sync
@@ -376,9 +393,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
       ws_task *t = ws_top()[-1];
       ws_set_top(ws_top() - 1);
       if (t == &f->hdr) goto run_here;
-      frame_make_public((ws_frame *)t, w);
-      frame_exec(t, w);
-      ws_counter_add(&w->stats.tasks, 1);
+      run_unwound((ws_frame *)t, w);
     }
     for (;;) {
       ws_task *t = ws_pop_own(w);

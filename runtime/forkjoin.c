@@ -367,7 +367,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
    * hold far more than the caller's own frames (an out-of-order sync runs
    * the caller's later children with the ancestors' pending siblings still
    * below), so searching it first made every out-of-order sync below pay
-   * for all of them (docs/design.md 6.1). A private frame's memory never
+   * for all of them (docs/design.md 6.3). A private frame's memory never
    * holds its own published state: the library sets every state it gives
    * back to IDLE when the frame's sync returns. */
   uint32_t st = ws_u32_load(&f->state, ws_acquire);

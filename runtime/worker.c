@@ -169,10 +169,15 @@ static void help_wait(ws_worker *w, const wait_cond *c, ws_worker *hint) {
         sched_yield();
       continue;
     }
-    if (ws_top() != w->priv_lo) {
-      ws_publish(w, (size_t)(ws_top() - w->priv_lo));
-      idle = 0;
-      continue;
+    size_t npriv = (size_t)(ws_top() - w->priv_lo);
+    if (npriv) {
+      ws_publish(w, npriv);
+      /* Published (now in the deque, where help_find sees them): look
+       * again. If the deque could not grow, sleep all the same. */
+      if ((size_t)(ws_top() - w->priv_lo) < npriv) {
+        idle = 0;
+        continue;
+      }
     }
     uint32_t e = ws_wait_prepare(s);
     if (wait_done(c)) {

@@ -96,8 +96,21 @@ static void cpu_root(void *p) {
     CHECK_OK(pool_group_init(&g, NULL));
     CHECK_OK(pool_group_spawn(&g, sleeper_fn, &s));
     spin_until(&s.started);
+    /* Frames spawned while the deque holds work (a second child) stay
+     * private: the second of them is still private when the group is
+     * waited for, and the waiter publishes it before it sleeps (and runs
+     * it itself), so nothing it owns is hidden while it sleeps. */
+    sleeper second = {0, 0, 0}, extra[2] = {{0, 0, 0}, {0, 0, 0}};
+    pool_task_t te[2];
+    CHECK_OK(pool_group_spawn(&g, sleeper_fn, &second));
+    for (int i = 0; i < 2; i++) CHECK_OK(pool_spawn(NULL, &te[i], sleeper_fn, &extra[i]));
     t0 = cpu_seconds();
     CHECK_OK(pool_group_wait(&g));
+    CHECK_EQ(second.done, 1);
+    for (int i = 0; i < 2; i++) {
+      CHECK_OK(pool_sync(&te[i]));
+      CHECK_EQ(extra[i].done, 1);
+    }
   } else {
     pf_sleeper = (sleeper){0, c->ms, 0};
     CHECK_OK(pool_parallel_for(NULL, 0, 2, 1, pf_body, NULL));

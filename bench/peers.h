@@ -59,6 +59,11 @@ double bench_tbb_sort(int32_t *a, int32_t *tmp, size_t n, unsigned threads);
  * (auto_partitioner) in an arena of `threads`. */
 double bench_tbb_parfor(const uint32_t *work, uint64_t *out, size_t n, unsigned threads);
 
+/* bench_uts: the nodes of a UTS tree (bench_uts.h), one task_group per
+ * node with a run() per child. */
+struct uts_tree;
+double bench_tbb_uts(const struct uts_tree *tree, unsigned threads, long *nodes);
+
 #ifdef __cplusplus
 }
 #endif

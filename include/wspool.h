@@ -347,7 +347,10 @@ POOL_API int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg);
  * working while it waits: its own deque, the global queue, then stealing,
  * first from the thief that took it. A waiting worker runs other tasks on its own stack only while
  * more than a quarter of its stack (and at least 64 KiB) is left; past that
- * it waits without helping, so deep or wide trees cannot overflow it.
+ * it waits without helping, so deep or wide trees cannot overflow it. When
+ * it finds nothing to run for about 0.1 ms it sleeps until the task is done
+ * or new work appears, so a long wait costs no CPU. Syncing in any order
+ * costs about what LIFO costs.
  * From a thread outside the pool: blocks until a worker has run it (the
  * task runs in the pool, so what it spawns stays there too).
  * \return 0; EINVAL for a NULL \p task or a frame that was not spawned.

@@ -116,10 +116,18 @@ static void frame_exec(ws_task *t, ws_worker *w) {
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
   ws_trace_task(w, (ws_fnptr)f->fn, t0);
-  if (f->owner) {
-    /* Release: the task's effects are visible to the owner's acquire load.
-     * This store is the last touch of the frame. */
+  ws_worker *owner = f->owner;
+  if (owner == w) {
+    /* Its owner ran it (popped while syncing another frame): nobody waits
+     * for it. Release: as below. */
     ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
+  } else if (owner) {
+    /* Release: the task's effects are visible to the owner's acquire load.
+     * This store is the last touch of the frame; then the owner, which
+     * may be asleep waiting for it, is told (the pool outlives it). */
+    struct pool *p = owner->pool;
+    ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
+    ws_wait_notify(&p->sleep);
   } else {
     struct pool *p = f->pool;
     ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_seq_cst);
@@ -340,7 +348,27 @@ static inline bool pop_private(ws_worker *w, ws_frame *f) {
   return true;
 }
 
-/* Is f on the private stack of w, the caller's worker? */
+/* Runs private frame g, taken off the stack by an out-of-order sync of an
+ * older frame, and marks it done for its own sync. Nobody but its owner
+ * (this thread) ever sees it: it was never in the deque. So of the fields
+ * publication sets, it needs only the two that sync_slow reads of a
+ * finished frame, exec and state, set after the run (relaxed: read on this
+ * thread). Counted like an inline sync's run: the thread-local count joins
+ * the worker's statistic in ws_run(), which runs the task this sync is
+ * in. */
+static void run_unwound(ws_frame *g, ws_worker *w) {
+  uint64_t t0 = ws_trace_t0(w);
+  g->fn(g->arg);
+  ws_trace_task(w, (ws_fnptr)g->fn, t0);
+  pool__tls.tasks++;
+  g->hdr.exec = frame_exec;
+  ws_u32_store(&g->state, frame_state(g, FRAME_DONE), ws_relaxed);
+}
+
+/* Is f on the private stack of w, the caller's worker? Searched from the
+ * top, and only for a frame that carries no published state (sync_slow):
+ * everything above f is what the caller spawned after f, which the sync
+ * then runs, so the search costs no more than the unwinding it leads to. */
 static bool priv_holds(const ws_worker *w, const ws_frame *f) {
   for (ws_task **s = ws_top(); s != w->priv_lo;)
     if (*--s == &f->hdr) return true;
@@ -350,17 +378,26 @@ static bool priv_holds(const ws_worker *w, const ws_frame *f) {
 /* Sync (take = false) or take (true) of a frame off the fast path. */
 static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, bool take) {
   ws_worker *w = self;
-  /* A private frame that is not on top (synced out of order) has no state
-   * yet, so look for it first; the search costs no more than the unwinding
-   * it leads to. Otherwise its state tells. */
-  if (!(w && priv_holds(w, f))) {
-    uint32_t st = ws_u32_load(&f->state, ws_acquire);
-    bool finished = st == frame_state(f, FRAME_DONE);
-    if ((!finished && st != frame_state(f, FRAME_SPAWNED)) || f->hdr.exec != frame_exec) {
+  /* The state first: a frame that finished (run by a thief, or by an
+   * earlier out-of-order sync that unwound past it) or was published is
+   * told by it in O(1). Only a frame with neither state can be private,
+   * and only then is the private stack searched. The private stack may
+   * hold far more than the caller's own frames (an out-of-order sync runs
+   * the caller's later children with the ancestors' pending siblings still
+   * below), so searching it first made every out-of-order sync below pay
+   * for all of them (docs/design.md 6.3). A private frame's memory never
+   * holds its own published state: the library sets every state it gives
+   * back to IDLE when the frame's sync returns. */
+  uint32_t st = ws_u32_load(&f->state, ws_acquire);
+  bool finished = st == frame_state(f, FRAME_DONE);
+  bool published = (finished || st == frame_state(f, FRAME_SPAWNED)) && f->hdr.exec == frame_exec;
+  if (!published) {
+    if (!(w && priv_holds(w, f))) {
       WS_MISUSE_IF(true, "pool_sync/pool_take of a frame that is not pending (synced twice, or "
                          "never spawned)");
       return EINVAL;
     }
+  } else {
 #ifdef WS_DEBUG_CHECKS
     WS_MISUSE_IF(f->spawner != &ws__self,
                  "pool_sync/pool_take from a thread other than the one that spawned the frame");
@@ -386,9 +423,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
       ws_task *t = ws_top()[-1];
       ws_set_top(ws_top() - 1);
       if (t == &f->hdr) goto run_here;
-      frame_make_public((ws_frame *)t, w);
-      frame_exec(t, w);
-      ws_counter_add(&w->stats.tasks, 1);
+      run_unwound((ws_frame *)t, w);
     }
     for (;;) {
       ws_task *t = ws_pop_own(w);
@@ -507,6 +542,18 @@ typedef struct group_child {
 
 _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too small");
 
+/* A child finished (or failed to enqueue). seq_cst: pairs with an outside
+ * waiter's registration (ws_event). After this decrement the group may be
+ * gone; only the pool is touched. The last child also tells the waiting
+ * workers (ws_wait_notify): the one in this group's wait may be asleep. */
+static void group_done(ws_group *g, struct pool *p) {
+  int64_t old = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
+  WS_ASSERT((old & GROUP_COUNT) >= 1);
+  if ((old & GROUP_COUNT) != 1) return;
+  if (old & GROUP_WAITER) ws_event_notify(&p->ext);
+  ws_wait_notify(&p->sleep);
+}
+
 static void child_exec(ws_task *t, ws_worker *w) {
   group_child *c = (group_child *)t;
   pool_fn fn = c->fn;
@@ -517,11 +564,10 @@ static void child_exec(ws_task *t, ws_worker *w) {
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
   struct pool *p = g->pool;
-  /* seq_cst: pairs with an outside waiter's registration (ws_event). After
-   * this decrement the group may be gone; only the pool is touched. */
-  int64_t before = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
-  WS_ASSERT((before & GROUP_COUNT) >= 1);
-  if (before == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  /* seq_cst (group_done): pairs with an outside waiter's registration
+   * (ws_event). After this decrement the group may be gone; only the pool
+   * is touched. */
+  group_done(g, p);
 }
 
 int pool_group_init(pool_group_t *pg, pool_t *pool) {
@@ -577,7 +623,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
     pool__tls.tasks++; /* a worker's: joins its stats.tasks in ws_run() */
     rc = 0;
   }
-  if (ws_i64_fetch_add(&g->pending, -1, ws_seq_cst) == (GROUP_WAITER | 1)) ws_event_notify(&p->ext);
+  group_done(g, p);
   if (!inside) ws_leave(p);
   return rc;
 }

@@ -127,7 +127,11 @@ static void job_progress(pf_job *job, size_t items) {
   if (before != items) return;
   /* The job may be gone once `done` is visible: touch only the pool after. */
   ws_u32_store(&job->done, 1, ws_seq_cst);
-  if (outside) ws_event_notify(&p->ext);
+  /* The waiting worker may be asleep (ws_help_until_value). */
+  if (outside)
+    ws_event_notify(&p->ext);
+  else
+    ws_wait_notify(&p->sleep);
 }
 
 /* Runs chunks [from, to) of a range of n items at base, without exposing

@@ -156,6 +156,18 @@ void ws_sleep_init(ws_sleep *s) {
   ws_u32_store(&s->epoch, 0, ws_relaxed);
   ws_u32_store(&s->sleepers, 0, ws_relaxed);
   ws_u32_store(&s->waking, 0, ws_relaxed);
+  ws_u32_store(&s->waiters, 0, ws_relaxed);
+  ws_u32_store(&s->wait_epoch, 0, ws_relaxed);
+}
+
+/* Wakes every waiting worker. Called after the producer's barrier that
+ * follows its store (ws_sleep_notify's, ws_wait_notify's fence), with
+ * `waiters` seen non-zero. */
+void ws_wait_wake(ws_sleep *s) {
+  /* seq_cst RMW: a waiter whose epoch load reads the new value also sees
+   * what the producer stored before its fence. */
+  ws_u32_fetch_add(&s->wait_epoch, 1, ws_seq_cst);
+  ws_futex_wake(&s->wait_epoch, INT_MAX);
 }
 
 void ws_sleep_wake_one(ws_sleep *s) {
@@ -208,6 +220,44 @@ void ws_sleep_chain(ws_sleep *s) { ws_sleep_notify(s); }
 void ws_sleep_wake_all(ws_sleep *s) {
   ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
   ws_futex_wake(&s->epoch, INT_MAX);
+}
+
+uint32_t ws_wait_prepare(ws_sleep *s) {
+  ws_u32_fetch_add(&s->waiters, 1, ws_seq_cst);
+  uint32_t e = ws_u32_load(&s->wait_epoch, ws_seq_cst);
+  /* The caller's last look (its condition, then the queues) comes after
+   * the registration: this fence pairs with the one in ws_wait_notify, and
+   * with ws_sleep_notify's producer fence, which may be a compiler fence
+   * only: then the heavy barrier makes up for it, as in ws_sleep_prepare. */
+  ws_fence(ws_seq_cst);
+  heavy_barrier();
+  return e;
+}
+
+void ws_wait_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->waiters, (uint32_t)-1, ws_seq_cst); }
+
+void ws_wait_commit(ws_sleep *s, uint32_t epoch) {
+  /* Sleeps only while wait_epoch is still `epoch`: a producer that bumped
+   * it after our load, before or during this call, is not missed. */
+  if (ws_u32_load(&sleep_degraded, ws_relaxed))
+    ws_futex_wait_for(&s->wait_epoch, epoch, DEGRADED_NS);
+  else
+    ws_futex_wait(&s->wait_epoch, epoch);
+  ws_u32_fetch_add(&s->waiters, (uint32_t)-1, ws_seq_cst);
+}
+
+void ws_wait_notify(ws_sleep *s) {
+  /* No lost wake-up (docs/design.md, "Waiting workers sleep"): the
+   * completer's store, then this fence, then its load of `waiters`; the
+   * waiter's registration, then its fence, then its look at the
+   * condition. The two fences are ordered in the single total order S:
+   * if the completer's comes first, the waiter's look sees the store;
+   * otherwise the completer's load sees the registration and bumps the
+   * epoch, which the waiter's futex_wait compares against the value it
+   * read before its look (or, if that load read the bump, the look sees
+   * the store: the bump is a release after it). */
+  ws_fence(ws_seq_cst);
+  if (ws_u32_load(&s->waiters, ws_relaxed) != 0) ws_wait_wake(s);
 }
 
 void ws_event_init(ws_event *ev) {

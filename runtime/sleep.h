@@ -29,6 +29,18 @@
  * everywhere, so it sees this producer's work or someone took it; if it finds
  * work it wakes the next sleeper (ws_sleep_chain).
  *
+ * Waiting workers (a sync or take of a stolen frame, a group wait, a nested
+ * parallel_for's wait) that found nothing to help with sleep on a second,
+ * broadcast word of the same struct, `wait_epoch`: the protocol of the
+ * outside waiters' event below, with the waiter's last look (the awaited
+ * condition, then work it may run) after its registration and a seq_cst
+ * fence. Two kinds of producer wake them: whoever completes what a worker
+ * may be waiting for (ws_wait_notify, after the completing store), and
+ * every producer of work (ws_sleep_notify, which checks `waiters` after the
+ * same fence that orders its check of `sleepers`). They sleep on a word of
+ * their own, not on `epoch`, so a waiter never consumes a wake meant for an
+ * idle worker (a waiter past its stack bound could not use it).
+ *
  * Outside waiters (pool_wait_idle, sync/group/parallel_for from a non-worker
  * thread) use a simpler broadcast event on the pool, whose lifetime covers
  * every waiter: the finisher's last touch of the awaited object is the store
@@ -51,6 +63,9 @@ typedef struct ws_sleep {
   WS_ALIGNED ws_u32 epoch; /* the futex word */
   ws_u32 sleepers;         /* registered sleepers */
   ws_u32 waking;           /* 1 while a wake is in flight */
+  ws_u32 waiters;          /* registered waiting workers (beside sleepers:
+                              one line for ws_sleep_notify to read) */
+  WS_ALIGNED ws_u32 wait_epoch; /* the waiting workers' futex word */
 } ws_sleep;
 
 void ws_sleep_init(ws_sleep *s);
@@ -72,11 +87,15 @@ static inline void ws_sleep_producer_fence(void) {
 }
 
 void ws_sleep_wake_one(ws_sleep *s);
+void ws_wait_wake(ws_sleep *s);
 /* Producer side, after the work is visible: a fence (a compiler fence
- * only, see above) and one load of a line that only changes when a worker
- * falls asleep or wakes; a wake only when someone sleeps. */
+ * only, see above) and two loads of a line that only changes when a worker
+ * falls asleep, starts to wait, or wakes; a wake only when someone sleeps.
+ * Waiting workers (below) may run this work too, so they are woken first
+ * (all of them: their word is a broadcast one). */
 static inline void ws_sleep_notify(ws_sleep *s) {
   ws_sleep_producer_fence();
+  if (ws_u32_load(&s->waiters, ws_relaxed) != 0) ws_wait_wake(s);
   if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
   ws_sleep_wake_one(s);
 }
@@ -88,6 +107,16 @@ void ws_sleep_commit(ws_sleep *s, uint32_t epoch);
 void ws_sleep_chain(ws_sleep *s);
 /* Wake every sleeper (shutdown). */
 void ws_sleep_wake_all(ws_sleep *s);
+
+/* Waiting workers. Waiter: e = ws_wait_prepare; check the condition and
+ * look for work; then ws_wait_cancel, or ws_wait_commit(e) and loop.
+ * Completer: after the store or RMW that makes a waiter's condition true
+ * (release or stronger), ws_wait_notify; the object waited on may be gone
+ * by then, only the pool is touched. */
+uint32_t ws_wait_prepare(ws_sleep *s);
+void ws_wait_cancel(ws_sleep *s);
+void ws_wait_commit(ws_sleep *s, uint32_t epoch);
+void ws_wait_notify(ws_sleep *s);
 
 typedef struct ws_event {
   WS_ALIGNED ws_u32 epoch;

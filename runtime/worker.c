@@ -22,6 +22,12 @@ __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
  * enough that an idle pool costs nothing measurable. */
 enum { SPIN_ROUNDS = 64 };
 
+/* A waiting worker's looks for work before it sleeps (help_wait): a few
+ * with a pause between them, then with a yield, about 0.1 ms in all with
+ * one worker per CPU; far less than the wake-up it avoids when the wait is
+ * short, nothing beside a wait that is long. */
+enum { WAIT_RELAX_ROUNDS = 32, WAIT_SPIN_ROUNDS = 96 };
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -170,37 +176,80 @@ static ws_task *help_find(ws_worker *w, ws_worker *hint) {
   return t;
 }
 
-static void backoff(unsigned *idle) {
-  if (++*idle < 32)
-    cpu_relax();
-  else
-    sched_yield();
+/* A waiting worker's condition: *word == value, or (*count & mask) == 0. */
+typedef struct wait_cond {
+  ws_u32 *word;
+  uint32_t value;
+  ws_i64 *count;
+  int64_t mask;
+} wait_cond;
+
+static inline bool wait_done(const wait_cond *c) {
+  /* Acquire: what the completer did before its release store/RMW is
+   * visible to the waiter once it returns. */
+  if (c->word) return ws_u32_load(c->word, ws_acquire) == c->value;
+  return (ws_i64_load(c->count, ws_acquire) & c->mask) == 0;
 }
 
-void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint) {
+/* Helps until the condition holds (docs/design.md, "Waiting workers
+ * sleep"): runs what help_find gives it; after WAIT_SPIN_ROUNDS looks that
+ * found nothing (the first WAIT_RELAX_ROUNDS with a pause between them,
+ * the rest with a yield) it sleeps on the pool's waiter word until the
+ * condition's completer or a producer of work wakes it. Private frames it
+ * still holds are published first, so nothing it owns is hidden while it
+ * sleeps. */
+static void help_wait(ws_worker *w, const wait_cond *c, ws_worker *hint) {
+  ws_sleep *s = &w->pool->sleep;
   unsigned idle = 0;
-  while (ws_u32_load(word, ws_acquire) != value) {
+  while (!wait_done(c)) {
     ws_task *t = help_find(w, hint);
     if (t) {
       ws_run(w, t);
       idle = 0;
-    } else {
-      backoff(&idle);
+      continue;
     }
+    if (++idle < WAIT_SPIN_ROUNDS) {
+      if (idle < WAIT_RELAX_ROUNDS)
+        cpu_relax();
+      else
+        sched_yield();
+      continue;
+    }
+    size_t npriv = (size_t)(ws_top() - w->priv_lo);
+    if (npriv) {
+      ws_publish(w, npriv);
+      /* Published (now in the deque, where help_find sees them): look
+       * again. If the deque could not grow, sleep all the same. */
+      if ((size_t)(ws_top() - w->priv_lo) < npriv) {
+        idle = 0;
+        continue;
+      }
+    }
+    uint32_t e = ws_wait_prepare(s);
+    if (wait_done(c)) {
+      ws_wait_cancel(s);
+      break;
+    }
+    t = help_find(w, hint);
+    if (t) {
+      ws_wait_cancel(s);
+      ws_run(w, t);
+      idle = 0;
+      continue;
+    }
+    ws_wait_commit(s, e);
+    idle = 0;
   }
 }
 
+void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint) {
+  wait_cond c = {word, value, NULL, 0};
+  help_wait(w, &c, hint);
+}
+
 void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask) {
-  unsigned idle = 0;
-  while ((ws_i64_load(count, ws_acquire) & mask) != 0) {
-    ws_task *t = help_find(w, NULL);
-    if (t) {
-      ws_run(w, t);
-      idle = 0;
-    } else {
-      backoff(&idle);
-    }
-  }
+  wait_cond c = {NULL, 0, count, mask};
+  help_wait(w, &c, NULL);
 }
 
 void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value) {

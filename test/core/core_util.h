@@ -29,7 +29,7 @@ static inline void flags_check_once(atomic_uint *f, size_t n, const char *what) 
 }
 
 static inline void sleep_ms(unsigned ms) {
-  struct timespec ts = {0, (long)ms * 1000000L};
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
   }
 }

@@ -549,6 +549,9 @@ _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too
 static void group_done(ws_group *g, struct pool *p) {
   int64_t old = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
   WS_ASSERT((old & GROUP_COUNT) >= 1);
+  /* By address only: the group may be gone (or reused: then this may
+   * clear the new one's entry, a missed report, never a false one). */
+  if (WS_DEBUG && (old & GROUP_COUNT) == 1) ws_debug_busy_set(g, false);
   if ((old & GROUP_COUNT) != 1) return;
   if (old & GROUP_WAITER) ws_event_notify(&p->ext);
   ws_wait_notify(&p->sleep);
@@ -577,8 +580,13 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
   if (!p) return rc;
   if (ws_pool_forked(p)) return EOWNERDEAD;
   ws_group *g = (ws_group *)pg;
-  WS_MISUSE_IF(g->magic == GROUP_TAG(g) && (ws_u32_load(&g->waiting, ws_relaxed) != 0 ||
-                                           (ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT)),
+  /* Busy when both say so: the table of groups with children pending
+   * (debug.c), since the group's memory may be a stale group's whose magic
+   * survived beside garbage; and the group's memory, since its last child
+   * leaves the table just after the decrement its waiter already saw. */
+  WS_MISUSE_IF(ws_debug_busy(g) && g->magic == GROUP_TAG(g) &&
+                   (ws_u32_load(&g->waiting, ws_relaxed) != 0 ||
+                    (ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT)),
                "pool_group_init on a group with children pending or being waited on");
   g->pool = p;
   ws_i64_store(&g->pending, 0, ws_relaxed);
@@ -611,7 +619,8 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   c->group = g;
   /* Relaxed: the push publishes it, and the child's decrement comes after
    * its run, which comes after this in happens-before. */
-  ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
+  int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
+  if (WS_DEBUG && (had & GROUP_COUNT) == 0) ws_debug_busy_set(g, true);
   rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, true);
   if (rc == 0) {
     if (!inside) ws_leave(p);

@@ -26,12 +26,24 @@
 #ifdef WS_DEBUG_CHECKS
 #define WS_DEBUG 1
 __attribute__((noreturn, cold)) void ws_debug_fail(const char *what, const char *file, int line);
+/* Objects in use, by address (debug.c): a group from its first pending
+ * child until its count is back to 0. */
+void ws_debug_busy_set(const void *obj, bool in_use);
+bool ws_debug_busy(const void *obj);
 #else
 #define WS_DEBUG 0
 static inline void ws_debug_fail(const char *what, const char *file, int line) {
   (void)what;
   (void)file;
   (void)line;
+}
+static inline void ws_debug_busy_set(const void *obj, bool in_use) {
+  (void)obj;
+  (void)in_use;
+}
+static inline bool ws_debug_busy(const void *obj) {
+  (void)obj;
+  return false;
 }
 #endif
 #define WS_MISUSE_IF(cond, what)                                            \

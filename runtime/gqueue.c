@@ -47,9 +47,16 @@ static int reserve(ws_gqueue *q, size_t more) {
   return 0;
 }
 
-/* Under the lock: the hint for lock-free "is anything there" checks.
- * Relaxed: see ws_gqueue_maybe_nonempty. */
-static void publish_count(ws_gqueue *q) { ws_i64_store(&q->size_hint, (int64_t)q->count, ws_relaxed); }
+/* Under the lock: the hint for lock-free "is anything there" checks
+ * (relaxed: see ws_gqueue_maybe_nonempty). Every worker reads its line in
+ * every search, so it is written only when its answer changes: after every
+ * locked operation, hint > 0 exactly when count > 0. A push onto a
+ * non-empty queue leaves it alone (it is already > 0), so a flood from one
+ * producer does not pull the line away from the readers once per task. */
+static void publish_count(ws_gqueue *q) {
+  int64_t now = q->count > 0;
+  if ((ws_i64_load(&q->size_hint, ws_relaxed) > 0) != now) ws_i64_store(&q->size_hint, now, ws_relaxed);
+}
 
 int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool refuse_closed) {
   int rc = 0;

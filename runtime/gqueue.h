@@ -2,7 +2,7 @@
 /* The pool's global queue: where work submitted from outside the pool goes
  * (Duffy's "global queue protected by a global lock", seed 004). FIFO, a
  * growable ring under one mutex. Workers look here after their own deque and
- * before stealing. `size_hint` lets a worker skip the lock when the queue is
+ * before stealing. `size_hint` (1 when non-empty, else 0) lets a worker skip the lock when the queue is
  * empty; it is written under the lock and read without it. */
 #ifndef WS_GQUEUE_H
 #define WS_GQUEUE_H

@@ -204,11 +204,17 @@ uint32_t ws_sleep_prepare(ws_sleep *s) {
 
 void ws_sleep_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst); }
 
-void ws_sleep_commit(ws_sleep *s, uint32_t epoch) {
+/* futex_wait(word, epoch), or a bounded one once the heavy barrier failed
+ * (see sleep_degraded). */
+static void sleep_on(ws_u32 *word, uint32_t epoch) {
   if (ws_u32_load(&sleep_degraded, ws_relaxed))
-    ws_futex_wait_for(&s->epoch, epoch, DEGRADED_NS);
+    ws_futex_wait_for(word, epoch, DEGRADED_NS);
   else
-    ws_futex_wait(&s->epoch, epoch);
+    ws_futex_wait(word, epoch);
+}
+
+void ws_sleep_commit(ws_sleep *s, uint32_t epoch) {
+  sleep_on(&s->epoch, epoch);
   ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst);
   /* We consumed a wake (or left on a changed epoch, or spuriously): let the
    * next producer wake someone. The caller looks everywhere after this. */
@@ -239,10 +245,7 @@ void ws_wait_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->waiters, (uint32_t)-1, w
 void ws_wait_commit(ws_sleep *s, uint32_t epoch) {
   /* Sleeps only while wait_epoch is still `epoch`: a producer that bumped
    * it after our load, before or during this call, is not missed. */
-  if (ws_u32_load(&sleep_degraded, ws_relaxed))
-    ws_futex_wait_for(&s->wait_epoch, epoch, DEGRADED_NS);
-  else
-    ws_futex_wait(&s->wait_epoch, epoch);
+  sleep_on(&s->wait_epoch, epoch);
   ws_u32_fetch_add(&s->waiters, (uint32_t)-1, ws_seq_cst);
 }
 

@@ -536,32 +536,35 @@ static int submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
   return 0;
 }
 
+/* Gives back a list of nodes linked through `next` (submit_inside). */
+static void free_nodes(ws_node *nodes, ws_worker *w) {
+  while (nodes) {
+    ws_node *next = nodes->next;
+    ws_node_free(nodes, w);
+    nodes = next;
+  }
+}
+
 /* From a worker of the pool: n tasks onto its own deque, all or none. The
- * nodes come first (from the worker's cache) and the deque makes room for
- * all of them, so the pushes themselves cannot fail. */
+ * nodes come first (from the worker's cache), then the deque makes room
+ * for all of them and for the private frames ws_push_n publishes ahead of
+ * them, so the pushes themselves cannot fail. */
 static int submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   enum { CHUNK = 64 };
   ws_node *nodes = NULL;
   for (size_t i = 0; i < n; i++) {
     ws_task *t = ws_submit_task(w, fn, args ? args[i] : NULL);
     if (!t) {
-      while (nodes) {
-        ws_node *next = nodes->next;
-        ws_node_free(nodes, w);
-        nodes = next;
-      }
+      free_nodes(nodes, w);
       return ENOMEM;
     }
     ws_node *nd = ws_node_of(t);
     nd->next = nodes; /* the list is newest first; pushed oldest first below */
     nodes = nd;
   }
-  if (ws_deque_reserve(&w->dq, (int64_t)n) != 0) {
-    while (nodes) {
-      ws_node *next = nodes->next;
-      ws_node_free(nodes, w);
-      nodes = next;
-    }
+  size_t priv = (size_t)(ws_top() - w->priv_lo);
+  if (ws_deque_reserve(&w->dq, (int64_t)(n + priv)) != 0) {
+    free_nodes(nodes, w);
     return ENOMEM;
   }
   count_submitted(w, (int64_t)n);
@@ -576,7 +579,9 @@ static int submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) 
       nodes = nodes->next;
     }
     left -= k;
-    (void)ws_push_n(w, chunk, k); /* cannot fail: room was reserved */
+    int rc = ws_push_n(w, chunk, k);
+    WS_ASSERT(rc == 0); /* room was reserved, private frames included */
+    (void)rc;
   }
   return 0;
 }

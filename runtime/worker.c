@@ -252,27 +252,39 @@ void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask) {
   help_wait(w, &c, NULL);
 }
 
-void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value) {
-  if (ws_u32_load(word, ws_acquire) == value) return;
+/* Outside threads block on the pool's event until done(ctx). done must read
+ * its condition with seq_cst loads: after the registration (a seq_cst RMW)
+ * they are the waiter's half of the Dekker pair with the finisher's fence
+ * (sleep.h). */
+static void block_until(struct pool *p, bool (*done)(void *ctx), void *ctx) {
+  if (done(ctx)) return;
   ws_event_prepare(&p->ext);
   for (;;) {
     uint32_t e = ws_event_epoch(&p->ext);
-    if (ws_u32_load(word, ws_seq_cst) == value) break;
+    if (done(ctx)) break;
     ws_event_wait(&p->ext, e);
   }
   ws_event_finish(&p->ext);
 }
 
-void ws_block_until_idle(struct pool *p) {
-  if (ws_submits_idle(p)) return;
-  ws_event_prepare(&p->ext);
-  for (;;) {
-    uint32_t e = ws_event_epoch(&p->ext);
-    if (ws_submits_idle(p)) break;
-    ws_event_wait(&p->ext, e);
-  }
-  ws_event_finish(&p->ext);
+typedef struct word_is {
+  ws_u32 *word;
+  uint32_t value;
+} word_is;
+
+static bool word_reached(void *ctx) {
+  word_is *c = ctx;
+  return ws_u32_load(c->word, ws_seq_cst) == c->value;
 }
+
+void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value) {
+  word_is c = {word, value};
+  block_until(p, word_reached, &c);
+}
+
+static bool submits_idle(void *ctx) { return ws_submits_idle(ctx); }
+
+void ws_block_until_idle(struct pool *p) { block_until(p, submits_idle, p); }
 
 /* Idle: failed rounds with a yield between them, then the sleep protocol. */
 static ws_task *idle_search(ws_worker *w) {

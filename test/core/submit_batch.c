@@ -281,7 +281,8 @@ static void child(void *arg) {
 
 /* mode 0: submit at once; 1: as soon as the other worker counts a sleep
  * (it is between its last look and futex_wait, the window a lost wake-up
- * needs); 2: once it has slept for a millisecond. Odd cycles submit with
+ * needs), or after 5 ms if it was asleep already; 2: the same, then 1 ms
+ * more. Odd cycles submit with
  * pool_submit_n, even ones with pool_submit. */
 typedef struct parent_arg {
   unsigned mode;
@@ -296,10 +297,16 @@ static void blocking_parent(void *arg) {
   if (a->mode) {
     pool_worker_stats_t s0, s;
     CHECK_OK(pool_worker_stats(p, other, &s0));
+    /* The other worker may be asleep already (its count does not move
+     * until it wakes): wait at most 5 ms for a new sleep, then go on. */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
       sched_yield();
       CHECK_OK(pool_worker_stats(p, other, &s));
-    } while (s.sleeps == s0.sleeps);
+      clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (s.sleeps == s0.sleeps &&
+             (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 5000000L);
     if (a->mode == 2) sleep_ms(1);
   }
   void *args[1] = {NULL};

@@ -69,15 +69,15 @@ inline void check(int rc, const char *where) {
 
 /* The first exception thrown by the tasks of one wait. Nothing is
  * constructed until a task throws, so the non-throwing path is a store
- * and a load. */
-class first_exception {
+ * and a load. The slot itself has nothing to do when it goes out of scope:
+ * its owner either rethrows or discards what it holds (join() does, on
+ * every path where a task may have thrown), or is a first_exception, whose
+ * destructor discards. */
+class exception_slot {
  public:
-  first_exception() noexcept = default;
-  first_exception(const first_exception &) = delete;
-  first_exception &operator=(const first_exception &) = delete;
-  ~first_exception() {
-    if (state_.load(std::memory_order_relaxed) == SET) ptr()->~exception_ptr();
-  }
+  exception_slot() noexcept = default;
+  exception_slot(const exception_slot &) = delete;
+  exception_slot &operator=(const exception_slot &) = delete;
   /* An exception was caught: keep it if it is the first. Inside a catch. */
   void capture() noexcept {
     int expect = NONE;
@@ -92,9 +92,14 @@ class first_exception {
   void rethrow() {
     if (state_.load(std::memory_order_acquire) != SET) return;
     std::exception_ptr e = std::move(*ptr());
+    discard();
+    std::rethrow_exception(e);
+  }
+  /* After the wait: drop the exception, if any, and reset. */
+  void discard() noexcept {
+    if (state_.load(std::memory_order_acquire) != SET) return;
     ptr()->~exception_ptr();
     state_.store(NONE, std::memory_order_relaxed);
-    std::rethrow_exception(e);
   }
 
  private:
@@ -106,11 +111,19 @@ class first_exception {
   alignas(std::exception_ptr) unsigned char buf_[sizeof(std::exception_ptr)];
 };
 
+/* An exception slot that drops what it holds when it goes out of scope
+ * (a wait that itself failed never rethrows). */
+class first_exception : public exception_slot {
+ public:
+  first_exception() noexcept = default;
+  ~first_exception() { discard(); }
+};
+
 /* A callable that lives elsewhere (the caller's frame), as a pool_fn. */
 template <class F>
 struct call_ref {
   F *f;
-  first_exception *exc;
+  exception_slot *exc;
   static void run(void *p) noexcept {
     call_ref *c = static_cast<call_ref *>(p);
     try {
@@ -147,9 +160,38 @@ template <class F, class G>
   exc.rethrow();
 }
 
+/* join's `f` threw (called inside its catch): `g` still runs, here or on
+ * the thief that took it, and then the first exception is rethrown. */
+template <class G>
+[[noreturn, gnu::noinline, gnu::cold]] void join_unwind(pool_task_t *t, G &g,
+                                                        exception_slot &exc) {
+  exc.capture();
+  int rc = pool_take(t);
+  if (rc == POOL_TAKEN) {
+    try {
+      g();
+    } catch (...) {
+      exc.capture();
+    }
+  }
+  exc.rethrow(); /* f's exception was captured first */
+  __builtin_unreachable();
+}
+
+/* join's `g` ran on a thief (rc from pool_take): rethrow what it threw. */
+[[gnu::noinline, gnu::cold]] inline void join_stolen(int rc, exception_slot &exc) {
+  if (rc != 0) {
+    exc.discard();
+    fail(rc, "pool_take");
+  }
+  exc.rethrow();
+}
+
 /* join on `p` (NULL: the caller's pool, else the default pool). On a worker
  * of that pool: spawn g, run f, take g back (pool_take) and call it, unless
- * a thief has it. */
+ * a thief has it. On the path where g is taken back, the exception slot is
+ * never read: only a thief writes it, and f's exceptions leave through
+ * join_unwind. */
 template <class F, class G>
 inline void join(pool_t *p, F &f, G &g) {
   pool_t *cur = current();
@@ -160,26 +202,21 @@ inline void join(pool_t *p, F &f, G &g) {
       join_outside<F &, G>(p, f, g);
     return;
   }
-  first_exception exc;
+  exception_slot exc;
   call_ref<G> cg{&g, &exc};
   pool_task_t t;
   check(pool_spawn(p, &t, &call_ref<G>::run, &cg), "pool_spawn");
   try {
     f();
   } catch (...) {
-    exc.capture();
+    join_unwind(&t, g, exc);
   }
   int rc = pool_take(&t);
-  if (rc == POOL_TAKEN) {
-    try {
-      g();
-    } catch (...) {
-      exc.capture();
-    }
-  } else {
-    check(rc, "pool_take");
+  if (__builtin_expect(rc == POOL_TAKEN, 1)) {
+    g(); /* nothing is pending: its exception leaves as from a plain call */
+    return;
   }
-  exc.rethrow();
+  join_stolen(rc, exc);
 }
 
 template <class T>

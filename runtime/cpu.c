@@ -2,7 +2,7 @@
 /* What the trampolines (tramp.S) must preserve beyond the header's clobber
  * list: on a CPU with AVX-512, zmm16-31 and the mask registers. Decided
  * once, when the library is loaded, before any thread can enter it. */
-#include "internal.h"
+#include "debug.h"
 
 #if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__)
 /* 0: no AVX-512; 1: AVX512F (16-bit masks); 3: and AVX512BW (64-bit). Read

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "debug.h"
 
 #ifdef WS_DEBUG_CHECKS
 void ws_debug_fail(const char *what, const char *file, int line) {

@@ -86,9 +86,8 @@ static inline bool ws_deque_empty_after_steal(const ws_deque *d) {
   return b <= ws_i64_load(&d->top, ws_relaxed);
 }
 
-/* Owner only. Returns 0 or ENOMEM (the deque is unchanged then). On success
- * *size_before is the number of items the owner saw before the push. */
-static inline int ws_deque_push(ws_deque *d, ws_task *task, int64_t *size_before) {
+/* Owner only. Returns 0 or ENOMEM (the deque is unchanged then). */
+static inline int ws_deque_push(ws_deque *d, ws_task *task) {
   int64_t b = ws_i64_load(&d->bottom, ws_relaxed);
   int64_t t = ws_i64_load(&d->top, ws_acquire);
   ws_array *a = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
@@ -98,7 +97,6 @@ static inline int ws_deque_push(ws_deque *d, ws_task *task, int64_t *size_before
   }
   ws_ptr_store(&a->slot[b & a->mask], task, ws_relaxed);
   ws_i64_store(&d->bottom, b + 1, ws_release);
-  *size_before = b - t;
   return 0;
 }
 

@@ -16,245 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-/* A frame's state. A private frame (on its owner's private stack) has no
- * state: the inline spawn sets only fn and arg, and taking it back off the
- * stack (sync or take, inline or here) writes nothing either, so a frame
- * there keeps whatever its memory held before the spawn. Every frame the
- * library gives a state (publication, an outside spawn) is IDLE again when
- * its sync or take returns, so that is IDLE if a frame ever lived there
- * before, or else the memory's earlier contents. A frame that is neither on
- * the private stack nor SPAWNED or DONE is not spawned (EINVAL): a second
- * sync or take, or a frame never spawned.
- * So stale memory must not pass for SPAWNED or DONE. The two values carry a
- * tag of the frame's own address (frame_state) beside a kind byte, and such
- * a frame must also hold the library's exec function: the library's own
- * stack may hold copies of a state value (an argument it passed, a register
- * it saved), but always of another frame's, which does not match here. */
-enum { FRAME_IDLE = POOL__FRAME_IDLE, FRAME_SPAWNED = 0x5Au, FRAME_DONE = 0xD0u };
-
-typedef struct ws_frame {
-  ws_task hdr;
-  pool_fn fn;
-  void *arg;
-  ws_worker *owner; /* spawning worker; NULL for a spawn from outside */
-  struct pool *pool;
-  ws_ptr thief;     /* the worker that ran it after a steal (a hint) */
-  ws_u32 state;
-#ifdef WS_DEBUG_CHECKS
-  const void *spawner; /* the spawning thread (its ws__self's address) */
-#endif
-} ws_frame;
-
-/* The state word of frame f in a given kind: the kind in the top byte, never
- * 0 (IDLE), and below it 24 bits folded from all of f's address (frames
- * are 8-aligned), so frames 2^27 bytes apart rarely share a tag. */
-static inline uint32_t frame_state(const ws_frame *f, uint32_t kind) {
-  uint64_t a = (uint64_t)(uintptr_t)f >> 3;
-  return kind << 24 | ((uint32_t)(a ^ a >> 24 ^ a >> 48) & 0xFFFFFFu);
-}
-
-/* The header's inline paths write frames and workers through its own
- * declarations of the same layouts. */
-#define SAME_FIELD(a, fa, b, fb) \
-  (offsetof(a, fa) == offsetof(b, fb) && sizeof(((a *)0)->fa) == sizeof(((b *)0)->fb))
-_Static_assert(sizeof(ws_frame) <= sizeof(pool_task_t), "pool_task_t too small for a frame");
-_Static_assert(_Alignof(ws_frame) <= _Alignof(pool_task_t), "pool_task_t under-aligned");
-_Static_assert(SAME_FIELD(ws_frame, fn, struct pool__frame, fn) &&
-                   SAME_FIELD(ws_frame, arg, struct pool__frame, arg) &&
-                   SAME_FIELD(ws_frame, state, struct pool__frame, state),
-               "ws_frame and struct pool__frame differ");
-/* Thieves write `limit`; the owner's fields sit WS_CACHELINE apart. */
-_Static_assert(offsetof(struct pool__tls, limit) >= WS_CACHELINE &&
-                   sizeof(struct pool__tls) - offsetof(struct pool__tls, limit) >= WS_CACHELINE,
-               "struct pool__tls: limit must be on a line pair of its own");
-
-/* What top points past on threads that are not workers: top[-1] is never
- * a frame, so the inline sync and take call the library without testing
- * for NULL (and limit 0 does the same for spawn). Nothing writes it. */
-static void *idle_slots[1] = {idle_slots};
-
-/* The inline paths find the current worker's private stack and fast-path
- * limit here. */
-POOL_API __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec"))) = {
-    .top = idle_slots + 1};
-
-void ws_set_self(ws_worker *w) {
-  if (w) {
-    ws__self = w;
-    pool__tls.top = (void **)w->priv_lo;
-    pool__tls.pool = w->pool;
-    ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
-    /* Release: a thief that loads this pointer (acquire) may write the
-     * word it points to. Stored before this worker pushes anything, so a
-     * thief that took one of its tasks sees it (the deque's release and
-     * acquire order the two). A thief that still reads the parked word has
-     * taken nothing of this worker's, and whoever later empties the deque
-     * (the owner's pop, a thief's take) closes through this pointer
-     * (docs/design.md 6.2). */
-    ws_ptr_store(&w->limitp, &pool__tls.limit, ws_release);
-    return;
-  }
-  /* Leaving: every worker of the pool has stopped looking for work
-   * (worker.c), so nobody holds the pointer to this thread's word. */
-  ws_worker *me = ws__self;
-  if (me) ws_ptr_store(&me->limitp, &me->limit_parked, ws_release);
-  ws__self = NULL;
-  pool__tls.top = idle_slots + 1;
-  pool__tls.pool = NULL;
-  ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
-}
-
-/* Runs a frame that left its owner's fast path: stolen, popped while the
- * owner synced another frame, or taken from the global queue. Its owner,
- * pool and state are set (spawn_slow or frame_make_public). */
-static void frame_exec(ws_task *t, ws_worker *w) {
-  ws_frame *f = (ws_frame *)t;
-  WS_ASSERT(ws_u32_load(&f->state, ws_relaxed) == frame_state(f, FRAME_SPAWNED));
-  ws_ptr_store(&f->thief, w, ws_relaxed);
-  uint64_t t0 = ws_trace_t0(w);
-  f->fn(f->arg);
-  ws_trace_task(w, (ws_fnptr)f->fn, t0);
-  ws_worker *owner = f->owner;
-  if (owner == w) {
-    /* Its owner ran it (popped while syncing another frame): nobody waits
-     * for it. Release: as below. */
-    ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
-  } else if (owner) {
-    /* Release: the task's effects are visible to the owner's acquire load.
-     * This store is the last touch of the frame; then the owner, which
-     * may be asleep waiting for it, is told (the pool outlives it). */
-    struct pool *p = owner->pool;
-    ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
-    ws_wait_notify(&p->sleep);
-  } else {
-    struct pool *p = f->pool;
-    ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_seq_cst);
-    ws_event_notify(&p->ext);
-  }
-}
-
-/* Private frames (lazy publication, after Lace's split deque).
- *
- * A spawn stays in the owner's private stack [priv_lo, ws_top()), which
- * costs no fence and no atomic RMW, while the public deque still holds work
- * for thieves. The spawn fast path (here and inline in wspool.h) is taken
- * while ws_top() < pool__tls.limit; `limit` folds every reason to leave it into
- * one relaxed load:
- *   - the stack is full (limit is its end),
- *   - the public deque is empty: the owner closes the path (limit = 0) when
- *     its own pop leaves the deque empty, a thief when it finds the deque
- *     empty or takes its last task (ws_ask_publish),
- *   - tracing is on (the path never opens; every frame goes through the
- *     deque, where the trace sees it run).
- * A closed path sends the next spawn here: it publishes the oldest half of
- * the private frames (the biggest subtrees), or itself when there are none,
- * and reopens the path if the deque then holds work. So parallelism appears
- * as soon as anyone can use it, and a recursion nobody steals from runs at
- * close to plain-call cost.
- *
- * Opening races with a thief's closing. A lost close would leave private
- * frames unpublished while a thief waits, e.g. pool_join(a, b) with a long
- * `a` would run serially. The owner opens with: store limit; seq_cst fence;
- * read the deque's top; close again if the deque is empty. A thief closes
- * after its CAS on top with a seq_cst load and store of limit. If the
- * owner's read misses the thief's CAS, the fence precedes that CAS in the
- * single total order S, so the thief's seq_cst load sees the owner's store
- * (C11 fence rules) and its store of 0 comes later in limit's modification
- * order; otherwise the owner sees the steal and closes itself.
- *
- * An owner's pop races with a steal in the same way: the owner's pop stores
- * bottom, fences (seq_cst) and reads top; afterwards ws_pop_own reads top
- * again and closes if the deque is empty. A thief that took a task reads
- * bottom with a seq_cst load after its CAS and closes if the deque is
- * empty. If the owner's read missed the CAS, its fence precedes the CAS in
- * S, so the thief's load sees the owner's new bottom: one of the two sees
- * the deque empty. (A relaxed read of bottom could miss the owner's store
- * on a weakly ordered machine and leave the path open on an empty deque.)
- *
- * Slots below priv_lo and priv_base[-1] hold a marker that is never a frame
- * (the worker's own address), so the inline "is it on top?" check needs no
- * bounds test. */
-
-#define PRIV_MARK(w) ((ws_task *)(void *)(w))
-
-void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
-  block[0] = PRIV_MARK(w);
-  w->priv_block = block;
-  w->priv_base = w->priv_lo = block + 1;
-  w->priv_end = block + 1 + cap;
-}
-
-static void fast_open(ws_worker *w) {
-  /* Debug checks see every spawn and sync: the fast path stays closed. */
-  if (w->trace || WS_DEBUG) return;
-  ws_abi_store(&pool__tls.limit, (uintptr_t)w->priv_end, ws_relaxed);
-  ws_fence(ws_seq_cst);
-  if (ws_deque_size_hint(&w->dq) <= 0) ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
-}
-
-void ws_ask_publish(ws_worker *v) {
-  /* v's limit, in v's thread-local block while v's thread runs (see
-   * ws_set_self; acquire pairs with its release). */
-  uintptr_t *limit = ws_ptr_load(&v->limitp, ws_acquire);
-  /* Test first so idle thieves do not keep the line bouncing. */
-  if (ws_abi_load(limit, ws_seq_cst) != 0) ws_abi_store(limit, 0, ws_seq_cst);
-}
-
-/* A private frame has only fn and arg (the inline spawn sets no more): the
- * rest, for whoever runs or syncs it once it leaves the private stack. */
-static void frame_make_public(ws_frame *f, ws_worker *w) {
-  f->hdr.exec = frame_exec;
-  f->owner = w;
-  f->pool = w->pool;
-  ws_ptr_store(&f->thief, NULL, ws_relaxed);
-  /* Relaxed: the push that publishes it is a release, and the owner's own
-   * sync reads it on this thread. */
-  ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
-}
-
-void ws_publish(ws_worker *w, size_t n) {
-  size_t moved = 0;
-  while (moved < n && w->priv_lo < ws_top()) {
-    int64_t before;
-    ws_frame *f = (ws_frame *)*w->priv_lo;
-    frame_make_public(f, w);
-    if (ws_deque_push(&w->dq, &f->hdr, &before) != 0) {
-      /* It stays private, where a frame carries no state: a published
-       * state left here would outlive its sync (6.1 of docs/design.md). */
-      ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
-      break;
-    }
-    *w->priv_lo++ = PRIV_MARK(w);
-    moved++;
-  }
-  if (w->priv_lo == ws_top()) {
-    w->priv_lo = w->priv_base;
-    ws_set_top(w->priv_base);
-  }
-  if (moved) ws_after_push(w->pool);
-}
-
-static int priv_grow(ws_worker *w) {
-  size_t n = (size_t)(ws_top() - w->priv_lo);
-  size_t cap = (size_t)(w->priv_end - w->priv_base);
-  if (w->priv_lo > w->priv_base) {
-    memmove(w->priv_base, w->priv_lo, n * sizeof(ws_task *));
-    w->priv_lo = w->priv_base;
-    ws_set_top(w->priv_base + n);
-    return 0;
-  }
-  /* The first array lives in the worker's NUMA-local block (pool.c): copy
-   * out of it, never free it. */
-  ws_task **grown = malloc((2 * cap + 1) * sizeof(ws_task *));
-  if (!grown) return ENOMEM;
-  memcpy(grown + 1, w->priv_lo, n * sizeof(ws_task *));
-  if (w->priv_block != w->priv_embedded) free(w->priv_block);
-  ws_priv_init(w, grown, 2 * cap);
-  ws_set_top(w->priv_base + n);
-  return 0;
-}
+#include "api.h"
 
 /* Everything but the common case: publication, growth, outside spawns. */
 static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task, pool_fn fn,
@@ -269,7 +31,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     /* Every frame is published in these builds, so a pending one has a
      * state; IDLE again once synced. */
     uint32_t st = ws_u32_load(&f->state, ws_relaxed);
-    WS_MISUSE_IF(f->hdr.exec == frame_exec &&
+    WS_MISUSE_IF(f->hdr.exec == ws_frame_exec &&
                      (st == frame_state(f, FRAME_SPAWNED) || st == frame_state(f, FRAME_DONE)),
                  "pool_spawn into a frame that is still pending (spawned, not yet synced)");
 #ifdef WS_DEBUG_CHECKS
@@ -281,7 +43,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
   if (!(w && w->pool == p)) {
     /* The push and its notify happen inside the pool's gate (pool.c). */
     if ((rc = ws_enter(p)) != 0) return rc;
-    f->hdr.exec = frame_exec;
+    f->hdr.exec = ws_frame_exec;
     f->owner = NULL;
     f->pool = p;
     ws_ptr_store(&f->thief, NULL, ws_relaxed);
@@ -300,16 +62,16 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     if (n == 0) goto public;
     ws_publish(w, (n + 1) / 2);
   }
-  if (ws_top() == w->priv_end && priv_grow(w) != 0) goto public;
+  if (ws_top() == w->priv_end && ws_priv_grow(w) != 0) goto public;
   /* Private, like the inline spawn's frames: fn and arg only. */
   *ws_top() = &f->hdr;
   ws_set_top(ws_top() + 1);
-  fast_open(w);
+  ws_fast_open(w);
   return 0;
 public:
-  frame_make_public(f, w);
+  ws_frame_make_public(f, w);
   if (ws_push(w, &f->hdr) == 0) {
-    fast_open(w);
+    ws_fast_open(w);
     return 0;
   }
   /* Neither the private array nor the deque can grow: run it now; the sync
@@ -361,7 +123,7 @@ static void run_unwound(ws_frame *g, ws_worker *w) {
   g->fn(g->arg);
   ws_trace_task(w, (ws_fnptr)g->fn, t0);
   pool__tls.tasks++;
-  g->hdr.exec = frame_exec;
+  g->hdr.exec = ws_frame_exec;
   ws_u32_store(&g->state, frame_state(g, FRAME_DONE), ws_relaxed);
 }
 
@@ -390,7 +152,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
    * back to IDLE when the frame's sync returns. */
   uint32_t st = ws_u32_load(&f->state, ws_acquire);
   bool finished = st == frame_state(f, FRAME_DONE);
-  bool published = (finished || st == frame_state(f, FRAME_SPAWNED)) && f->hdr.exec == frame_exec;
+  bool published = (finished || st == frame_state(f, FRAME_SPAWNED)) && f->hdr.exec == ws_frame_exec;
   if (!published) {
     if (!(w && priv_holds(w, f))) {
       WS_MISUSE_IF(true, "pool_sync/pool_take of a frame that is not pending (synced twice, or "
@@ -562,7 +324,7 @@ static void child_exec(ws_task *t, ws_worker *w) {
   pool_fn fn = c->fn;
   void *arg = c->arg;
   ws_group *g = c->group;
-  ws_node_free(ws_node_of(c), w);
+  ws_node_free(ws_node_of(c), &w->nodes);
   uint64_t t0 = ws_trace_t0(w);
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
@@ -607,7 +369,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
    * inside the pool's gate (pool.c). */
   int rc = inside ? 0 : ws_enter(p);
   if (rc) return rc;
-  ws_node *n = ws_node_alloc(inside ? w : NULL);
+  ws_node *n = ws_node_alloc(inside ? &w->nodes : NULL);
   if (!n) {
     if (!inside) ws_leave(p);
     return ENOMEM;
@@ -626,7 +388,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
     if (!inside) ws_leave(p);
     return 0;
   }
-  ws_node_free(n, inside ? w : NULL);
+  ws_node_free(n, inside ? &w->nodes : NULL);
   if (inside && rc == ENOMEM) {
     fn(arg); /* the deque cannot grow: run it now */
     pool__tls.tasks++; /* a worker's: joins its stats.tasks in ws_run() */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "api.h"
 
 static ws_u32 pool_count; /* pools created by this process, for default names */
 

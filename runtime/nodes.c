@@ -2,7 +2,7 @@
 /* Per-worker node free lists; see nodes.h. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "nodes.h"
 
 /* Beyond this many private nodes a worker frees instead of caching. */
 enum { CACHE_MAX = 1 << 16 };
@@ -28,9 +28,8 @@ void ws_nodes_destroy(ws_node_cache *c) {
   c->nlocal = 0;
 }
 
-ws_node *ws_node_alloc(ws_worker *w) {
-  if (w) {
-    ws_node_cache *c = &w->nodes;
+ws_node *ws_node_alloc(ws_node_cache *c) {
+  if (c) {
     if (!c->local && ws_ptr_load(&c->remote, ws_relaxed)) {
       /* Acquire: pairs with the pushers' release CAS, so their writes of
        * `next` (and of the node's last use) are visible. */
@@ -45,29 +44,29 @@ ws_node *ws_node_alloc(ws_worker *w) {
     }
   }
   ws_node *n = malloc(sizeof(ws_node));
-  if (n) n->home = w;
+  if (n) n->home = c;
   return n;
 }
 
-void ws_node_free(ws_node *n, ws_worker *self) {
-  ws_worker *home = n->home;
+void ws_node_free(ws_node *n, ws_node_cache *self) {
+  ws_node_cache *home = n->home;
   if (!home) {
     free(n);
   } else if (home == self) {
-    if (self->nodes.nlocal >= CACHE_MAX) {
+    if (self->nlocal >= CACHE_MAX) {
       free(n);
       return;
     }
-    n->next = self->nodes.local;
-    self->nodes.local = n;
-    self->nodes.nlocal++;
+    n->next = self->local;
+    self->local = n;
+    self->nlocal++;
   } else {
     /* Release: the node's contents and `next` are published to the owner's
      * acquiring exchange. No ABA: the owner never pops a single node, it
      * takes the whole stack. */
-    ws_node *head = (ws_node *)ws_ptr_load(&home->nodes.remote, ws_relaxed);
+    ws_node *head = (ws_node *)ws_ptr_load(&home->remote, ws_relaxed);
     do {
       n->next = head;
-    } while (!ws_ptr_cas(&home->nodes.remote, (void **)&head, n, ws_release));
+    } while (!ws_ptr_cas(&home->remote, (void **)&head, n, ws_release));
   }
 }

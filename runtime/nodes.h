@@ -12,13 +12,11 @@
 
 #include "atomics.h"
 
-struct ws_worker;
-
 #define WS_NODE_SIZE 64
 
 typedef struct ws_node {
   struct ws_node *next;   /* free-list link */
-  struct ws_worker *home; /* whose cache it returns to; NULL: malloc'ed */
+  struct ws_node_cache *home; /* the cache it returns to; NULL: malloc'ed */
   _Alignas(16) unsigned char payload[WS_NODE_SIZE - 16];
 } ws_node;
 
@@ -35,9 +33,11 @@ static inline ws_node *ws_node_of(void *p) {
 
 void ws_nodes_init(ws_node_cache *c);
 void ws_nodes_destroy(ws_node_cache *c);
-/* A node for worker `w` (NULL: an outside thread, plain malloc). */
-ws_node *ws_node_alloc(struct ws_worker *w);
-/* Return a node from any thread; `self` is the calling worker or NULL. */
-void ws_node_free(ws_node *n, struct ws_worker *self);
+/* A node from cache `c`, the calling worker's (NULL: an outside thread,
+ * plain malloc). */
+ws_node *ws_node_alloc(ws_node_cache *c);
+/* Return a node from any thread; `self` is the calling worker's cache or
+ * NULL. */
+void ws_node_free(ws_node *n, ws_node_cache *self);
 
 #endif /* WS_NODES_H */

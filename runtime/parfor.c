@@ -48,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "api.h"
 
 /* Chunk indices are 32-bit so mid and high share one CAS word; cs grows
  * for ranges of more than 2^31 chunks so no index ever overflows. */
@@ -156,14 +156,14 @@ static void expose_handle(ws_worker *w, pf_range *r) {
   }
 }
 
-/* Run range r as its owner. w is NULL for an outside thread, which exposes
- * nothing. Consumes the caller's reference. */
+/* Run range r as its owner, worker w (the calling thread's). Consumes the
+ * caller's reference. */
 static void range_run(ws_worker *w, pf_range *r) {
   pf_job *job = r->job;
   const size_t cs = job->cs, n = r->n, nch = nchunks(n, cs);
   size_t low = 0, mid = nch, items = 0;
   uint64_t t0 = ws_trace_t0(w);
-  if (w && nch >= 2) {
+  if (nch >= 2) {
     mid = nch - nch / 2; /* expose the upper half */
     ws_ptr_store(&r->owner, w, ws_relaxed);
   }
@@ -180,20 +180,18 @@ static void range_run(ws_worker *w, pf_range *r) {
       job->body(r->base + lo, r->base + hi, job->ctx);
       items += hi - lo;
       low++;
-      if (w) {
-        uint64_t s = ws_u64_load(&r->split, ws_relaxed);
-        if (mid_of(s) == high_of(s) && mid - low >= 2) {
-          /* A thief emptied the steal range: expose the upper half of what
-           * we still hold. Only the owner writes an empty steal range. */
-          size_t newmid = low + (mid - low) / 2;
-          ws_u64_store(&r->split, pack(newmid, mid), ws_release);
-          mid = newmid;
-          expose_handle(w, r);
-        } else if (mid_of(s) != high_of(s)) {
-          /* Work is exposed: make sure a handle to it is on a deque (we may
-           * have consumed our own while helping further down this stack). */
-          expose_handle(w, r);
-        }
+      uint64_t s = ws_u64_load(&r->split, ws_relaxed);
+      if (mid_of(s) == high_of(s) && mid - low >= 2) {
+        /* A thief emptied the steal range: expose the upper half of what
+         * we still hold. Only the owner writes an empty steal range. */
+        size_t newmid = low + (mid - low) / 2;
+        ws_u64_store(&r->split, pack(newmid, mid), ws_release);
+        mid = newmid;
+        expose_handle(w, r);
+      } else if (mid_of(s) != high_of(s)) {
+        /* Work is exposed: make sure a handle to it is on a deque (we may
+         * have consumed our own while helping further down this stack). */
+        expose_handle(w, r);
       }
     }
     /* Private part done: claim the lower half of the steal range. */

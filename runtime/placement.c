@@ -43,7 +43,7 @@
 #include <hwloc.h>
 #endif
 
-#include "internal.h"
+#include "api.h"
 
 /* What the plan says about one worker; -1 = unknown. */
 typedef struct slot {
@@ -484,7 +484,7 @@ static unsigned level_of(const slot *a, const slot *b) {
   return 3;
 }
 
-/* --- The interface (internal.h) ----------------------------------------- */
+/* --- The interface (api.h) ----------------------------------------- */
 
 static void report(struct pool *p, const struct ws_placement *pl) {
   static const char *const names[] = {"none", "core", "spread"};
@@ -540,7 +540,7 @@ int ws_placement_plan(struct pool *p) {
 #endif
     if (rc < 0) rc = portable_plan(p, pl);
   }
-  if (rc == 0 && ws_env_flag("WSPOOL_VERBOSE")) report(p, pl);
+  if (rc == 0 && ws_option_long(WS_OPT_VERBOSE, 0)) report(p, pl);
   return rc; /* on failure pool.c calls ws_placement_free() */
 }
 
@@ -550,7 +550,6 @@ int ws_placement_worker(struct pool *p, ws_worker *w) {
   unsigned n = p->nthreads, me = w->id;
   w->cpu = s ? s[me].cpu : -1;
   w->numa = s ? s[me].numa : -1;
-  w->nvictims = 0;
   w->nlevels = 0;
   if (n < 2) return 0;
   w->victims = malloc((n - 1) * sizeof(unsigned));
@@ -571,7 +570,6 @@ int ws_placement_worker(struct pool *p, ws_worker *w) {
     end += cnt[l];
     w->level_end[w->nlevels++] = end;
   }
-  w->nvictims = n - 1;
   return 0;
 }
 
@@ -637,4 +635,15 @@ void ws_placement_dealloc(struct pool *p, void *mem, size_t size) {
 #endif
   (void)size;
   free(mem);
+}
+
+int pool_worker_cpu(const pool_t *pool, unsigned worker) {
+  struct pool *p = ws_resolve((struct pool *)pool);
+  if (!p || worker >= p->nthreads) return -1;
+  ws_worker *w = ws_self();
+  bool inside = w && w->pool == p;
+  if (!inside && ws_enter(p) != 0) return -1;
+  int cpu = p->workers[worker]->cpu;
+  if (!inside) ws_leave(p);
+  return cpu;
 }

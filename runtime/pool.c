@@ -9,9 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "api.h"
 
-void *ws_worker_main(void *arg);
 
 enum {
   DEFAULT_STACK = 8u << 20,
@@ -39,6 +38,36 @@ static struct pool *default_orphans;
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pool *free_pools;
 static bool atfork_registered;
+
+/* A worker thread: its stack bounds, name and start hook, the worker loop,
+ * the stop hook. */
+static void *worker_main(void *arg) {
+  ws_worker *w = arg;
+  struct pool *p = w->pool;
+  ws_set_self(w);
+
+  pthread_attr_t attr;
+  void *lo = NULL;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    if (pthread_attr_getstack(&attr, &lo, &size) != 0) lo = NULL;
+    pthread_attr_destroy(&attr);
+  }
+  if (lo) {
+    w->stack_lo = (uintptr_t)lo;
+  } else {
+    /* Unknown: the thread was created with cfg.stack_size bytes and this
+     * frame is near its top. Counting 64 KiB of it as already used errs on
+     * the side of helping less, never of overflowing. */
+    uintptr_t here = (uintptr_t)&attr, size_guess = p->cfg.stack_size;
+    w->stack_lo = here > size_guess ? here - size_guess + (64u << 10) : 0;
+  }
+  bool begun = ws_worker_begin(w); /* name, start hook (hooks.c) */
+  ws_worker_loop(w);
+  ws_worker_end(w, begun); /* stop hook (hooks.c) */
+  ws_set_self(NULL);
+  return NULL;
+}
 
 static void free_worker(struct pool *p, ws_worker *w) {
   if (!w) return;
@@ -171,7 +200,6 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   }
   ws_sleep_init(&p->sleep);
   ws_event_init(&p->ext);
-  ws_u64_store(&p->finished_outside, 0, ws_relaxed);
   ws_u32_store(&p->stop, 0, ws_relaxed);
   ws_u32_store(&p->stopped, 0, ws_relaxed);
 
@@ -209,7 +237,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   bool warned = false;
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
-    if (pthread_create(&w->thread, &attr, ws_worker_main, w) != 0) {
+    if (pthread_create(&w->thread, &attr, worker_main, w) != 0) {
       rc = EAGAIN;
       break;
     }
@@ -449,170 +477,23 @@ unsigned pool_threads(const pool_t *pool) {
   return p && !ws_pool_forked(p) ? p->nthreads : 0;
 }
 
-/* A pool_submit task as a schedulable node: how a submission from inside
- * the pool goes on the worker's deque, and how a worker takes a plain
- * fn(arg) off the global queue. */
-typedef struct submit_task {
-  ws_task hdr;
-  pool_fn fn;
-  void *arg;
-  struct pool *pool;
-} submit_task;
-
-static void submit_exec(ws_task *t, ws_worker *w) {
-  submit_task *st = (submit_task *)t;
-  pool_fn fn = st->fn;
-  void *arg = st->arg;
-  struct pool *p = st->pool;
-  ws_node_free(ws_node_of(st), w);
-  uint64_t t0 = ws_trace_t0(w);
-  fn(arg);
-  ws_trace_task(w, (ws_fnptr)fn, t0);
-  ws_submit_finished(w, p);
-}
-
-ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg) {
-  ws_node *n = ws_node_alloc(w);
-  if (!n) return NULL;
-  submit_task *st = (submit_task *)n->payload;
-  st->hdr.exec = submit_exec;
-  st->fn = fn;
-  st->arg = arg;
-  st->pool = w->pool;
-  return &st->hdr;
-}
-
-/* Completion accounting (docs/design.md, "Submission"). A pool_submit task
- * is counted submitted exactly once, before anyone can run it: in the
- * global queue's fns_pushed (under its lock) or in its worker's `submitted`
- * (owner only); and finished once, after it ran, in the `finished` of the
- * worker that ran it. No counter is shared by the producers and the
- * workers, so a task writes no contended line for its accounting.
- *
- * The pool is idle when the counts agree, read in this order: every
- * `finished` first, then every submitted count. Each finish we
- * read happens after its task's submission count (that store precedes the
- * push that let the task run, and the finish is a release we acquired), so
- * the finishes read are a subset of the submissions read; equal totals
- * mean every submission read has finished, including everything those
- * tasks submitted (counted before they finished). A submission made
- * before the waiter called is in what it reads. */
-bool ws_submits_idle(struct pool *p) {
-  /* seq_cst loads (a plain load on x86, ldar on arm64): acquire for the
-   * argument above, and, for a waiter registered on the pool's event, the
-   * other half of the fence a worker executes before it reads the waiter
-   * count (nothing_found in worker.c): either it sees the waiter or these
-   * loads see its `finished`. */
-  uint64_t finished = ws_u64_load(&p->finished_outside, ws_seq_cst);
-  for (unsigned i = 0; i < p->nthreads; i++) finished += ws_u64_load(&p->workers[i]->finished, ws_seq_cst);
-  uint64_t submitted = ws_u64_load(&p->gq.fns_pushed, ws_relaxed);
-  for (unsigned i = 0; i < p->nthreads; i++) submitted += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
-  return submitted == finished;
-}
-
-/* Owner only: count n submissions from worker w before they can run. */
-static void count_submitted(ws_worker *w, int64_t n) {
-  ws_u64_store(&w->submitted, ws_u64_load(&w->submitted, ws_relaxed) + (uint64_t)n, ws_relaxed);
-}
-
-/* A submission counted by w that did not happen after all: the count goes
- * back, and a waiter that saw it is told when w next runs out of work. */
-static void uncount_submitted(ws_worker *w, int64_t n) {
-  count_submitted(w, -n);
-  w->announce_idle = true;
-}
-
-/* From a worker of the pool: one task onto its own deque, at the cost of a
- * node from the worker's cache and a push. */
-static int submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
-  ws_task *t = ws_submit_task(w, fn, arg);
-  if (!t) return ENOMEM;
-  count_submitted(w, 1);
-  if (ws_push(w, t) != 0) {
-    uncount_submitted(w, 1);
-    ws_node_free(ws_node_of(t), w);
-    return ENOMEM;
-  }
-  return 0;
-}
-
-/* Gives back a list of nodes linked through `next` (submit_inside). */
-static void free_nodes(ws_node *nodes, ws_worker *w) {
-  while (nodes) {
-    ws_node *next = nodes->next;
-    ws_node_free(nodes, w);
-    nodes = next;
-  }
-}
-
-/* From a worker of the pool: n tasks onto its own deque, all or none. The
- * nodes come first (from the worker's cache), then the deque makes room
- * for all of them and for the private frames ws_push_n publishes ahead of
- * them, so the pushes themselves cannot fail. */
-static int submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
-  enum { CHUNK = 64 };
-  ws_node *nodes = NULL;
-  for (size_t i = 0; i < n; i++) {
-    ws_task *t = ws_submit_task(w, fn, args ? args[i] : NULL);
-    if (!t) {
-      free_nodes(nodes, w);
-      return ENOMEM;
-    }
-    ws_node *nd = ws_node_of(t);
-    nd->next = nodes; /* the list is newest first; pushed oldest first below */
-    nodes = nd;
-  }
-  size_t priv = (size_t)(ws_top() - w->priv_lo);
-  if (ws_deque_reserve(&w->dq, (int64_t)(n + priv)) != 0) {
-    free_nodes(nodes, w);
-    return ENOMEM;
-  }
-  count_submitted(w, (int64_t)n);
-  ws_task *chunk[CHUNK];
-  size_t left = n;
-  while (left) {
-    size_t k = left < CHUNK ? left : CHUNK;
-    /* nodes runs newest first: fill the chunk from its end, so each push
-     * keeps the submission order from bottom to top. */
-    for (size_t i = k; i-- > 0;) {
-      chunk[i] = (ws_task *)nodes->payload;
-      nodes = nodes->next;
-    }
-    left -= k;
-    int rc = ws_push_n(w, chunk, k);
-    WS_ASSERT(rc == 0); /* room was reserved, private frames included */
-    (void)rc;
-  }
-  return 0;
-}
-
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
-  ws_worker *w = ws_self();
-  if (fn && w && (!pool || pool == w->pool)) return submit_one_inside(w, fn, arg);
   return pool_submit_n(pool, fn, &arg, 1);
 }
 
 int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n) {
   if (!fn) return EINVAL;
+  ws_worker *w = ws_self();
+  if (w && (!pool || pool == w->pool)) return n ? ws_submit_inside(w, fn, args, n) : 0;
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
   if (n == 0) return 0;
-  ws_worker *w = ws_self();
-  if (w && w->pool == p) return n == 1 ? submit_one_inside(w, fn, args[0]) : submit_inside(w, fn, args, n);
-  /* From outside: stored by value in the global queue, one lock for all n,
-   * counted under it (fns_pushed). The whole call is inside the gate: the
-   * push and the notify touch the pool. */
+  /* The whole call is inside the gate: the push and the notify touch the
+   * pool. */
   if ((rc = ws_enter(p)) != 0) return rc;
-  rc = ws_gqueue_push_fns(&p->gq, fn, args, n);
-  if (rc == 0) ws_sleep_notify(&p->sleep);
+  rc = ws_submit_outside(p, fn, args, n);
   ws_leave(p);
-  return rc;
-}
-
-int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed) {
-  int rc = ws_gqueue_push_task(&p->gq, t, refuse_closed);
-  if (rc == 0) ws_sleep_notify(&p->sleep);
   return rc;
 }
 
@@ -626,42 +507,6 @@ int pool_wait_idle(pool_t *pool) {
   ws_block_until_idle(p);
   ws_leave(p);
   return 0;
-}
-
-void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out) {
-  ws_stats *s = &p->workers[worker]->stats;
-  out->tasks = ws_u64_load(&s->tasks, ws_relaxed);
-  out->local_pops = ws_u64_load(&s->local_pops, ws_relaxed);
-  out->global_pops = ws_u64_load(&s->global_pops, ws_relaxed);
-  out->steals = ws_u64_load(&s->steals, ws_relaxed);
-  out->steals_remote = ws_u64_load(&s->steals_remote, ws_relaxed);
-  out->steal_failures = ws_u64_load(&s->steal_failures, ws_relaxed);
-  out->sleeps = ws_u64_load(&s->sleeps, ws_relaxed);
-  out->global_taken = ws_u64_load(&s->global_taken, ws_relaxed);
-}
-
-int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out) {
-  int rc;
-  struct pool *p = ws_resolve_err((struct pool *)pool, &rc);
-  if (!p) return rc;
-  if (!out || worker >= p->nthreads) return EINVAL;
-  ws_worker *w = ws_self();
-  bool inside = w && w->pool == p;
-  if (!inside && (rc = ws_enter(p)) != 0) return rc;
-  ws_read_stats(p, worker, out);
-  if (!inside) ws_leave(p);
-  return 0;
-}
-
-int pool_worker_cpu(const pool_t *pool, unsigned worker) {
-  struct pool *p = ws_resolve((struct pool *)pool);
-  if (!p || worker >= p->nthreads) return -1;
-  ws_worker *w = ws_self();
-  bool inside = w && w->pool == p;
-  if (!inside && ws_enter(p) != 0) return -1;
-  int cpu = p->workers[worker]->cpu;
-  if (!inside) ws_leave(p);
-  return cpu;
 }
 
 const char *pool_strerror(int err) {

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* WSPOOL_STATS=1: a per-worker counters table on stderr when a pool is
- * destroyed. The counters themselves live in each worker (internal.h) as
- * single-writer relaxed words, cheap enough to stay on. */
+ * destroyed, and pool_worker_stats(). The counters themselves live in each
+ * worker (ws_stats, scheduler.h) as single-writer relaxed words, cheap enough
+ * to stay on. */
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "api.h"
 
 void ws_stats_report(struct pool *p) {
-  if (!ws_env_flag("WSPOOL_STATS")) return;
+  if (!ws_option_long(WS_OPT_STATS, 0)) return;
   fprintf(stderr, "wspool: pool %p, %u workers\n", (void *)p, p->nthreads);
   fprintf(stderr, "%6s %5s %12s %12s %12s %12s %10s %12s %10s %12s\n", "worker", "cpu", "tasks",
           "local", "global", "steals", "remote", "failed", "sleeps", "gq-taken");
@@ -21,4 +22,29 @@ void ws_stats_report(struct pool *p) {
             i, p->workers[i]->cpu, s.tasks, s.local_pops, s.global_pops, s.steals, s.steals_remote,
             s.steal_failures, s.sleeps, s.global_taken);
   }
+}
+
+void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out) {
+  ws_stats *s = &p->workers[worker]->stats;
+  out->tasks = ws_u64_load(&s->tasks, ws_relaxed);
+  out->local_pops = ws_u64_load(&s->local_pops, ws_relaxed);
+  out->global_pops = ws_u64_load(&s->global_pops, ws_relaxed);
+  out->steals = ws_u64_load(&s->steals, ws_relaxed);
+  out->steals_remote = ws_u64_load(&s->steals_remote, ws_relaxed);
+  out->steal_failures = ws_u64_load(&s->steal_failures, ws_relaxed);
+  out->sleeps = ws_u64_load(&s->sleeps, ws_relaxed);
+  out->global_taken = ws_u64_load(&s->global_taken, ws_relaxed);
+}
+
+int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out) {
+  int rc;
+  struct pool *p = ws_resolve_err((struct pool *)pool, &rc);
+  if (!p) return rc;
+  if (!out || worker >= p->nthreads) return EINVAL;
+  ws_worker *w = ws_self();
+  bool inside = w && w->pool == p;
+  if (!inside && (rc = ws_enter(p)) != 0) return rc;
+  ws_read_stats(p, worker, out);
+  if (!inside) ws_leave(p);
+  return 0;
 }

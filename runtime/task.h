@@ -8,7 +8,8 @@
 struct ws_worker;
 typedef struct ws_task ws_task;
 
-/* Runs the task on worker `w` (NULL when an outside thread runs it). */
+/* Runs the task on worker `w`, the calling thread's (only workers run
+ * tasks). */
 typedef void (*ws_exec_fn)(ws_task *task, struct ws_worker *w);
 
 struct ws_task {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "api.h"
 
 /* Events per worker: 64 Ki x 32 bytes = 2 MiB per worker at most. */
 enum { TRACE_CAP = 1 << 16 };
@@ -138,8 +138,8 @@ static void trace_at_exit(void) {
 }
 
 static void trace_init(void) {
-  const char *path = getenv("WSPOOL_TRACE");
-  if (!path || !*path) return;
+  const char *path = ws_option_str(WS_OPT_TRACE);
+  if (!path) return;
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "wspool: ignoring WSPOOL_TRACE=\"%s\": cannot open it for writing\n", path);

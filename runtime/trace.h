@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* WSPOOL_TRACE=file.json: a Chrome trace-event file (Perfetto,
+/* Layer 0: a worker's trace buffer and its recording (trace.c, which also
+ * writes the file: api.h).
+ * WSPOOL_TRACE=file.json: a Chrome trace-event file (Perfetto,
  * chrome://tracing). A process track per pool, a thread track per worker, a
  * slice per task run (named after its function where dladdr can), steal
  * instants and sleep slices. Each worker records into its own fixed buffer;
@@ -12,9 +14,6 @@
 #include <stdint.h>
 
 #include "atomics.h"
-
-struct pool;
-struct ws_worker;
 
 enum ws_trace_kind { WS_EV_TASK, WS_EV_STEAL, WS_EV_SLEEP };
 
@@ -39,9 +38,5 @@ uint64_t ws_trace_now(void);
 /* Record into b; stops silently (the file says so) when b is full. */
 void ws_trace_record(ws_trace_buf *b, uint32_t kind, ws_fnptr what, uint64_t t0, uint32_t arg);
 
-/* Pool lifetime hooks (pool.c): allocate the workers' buffers when tracing
- * is on; write the pool's tracks and free them. */
-void ws_trace_pool_created(struct pool *p);
-void ws_trace_pool_destroyed(struct pool *p);
 
 #endif /* WS_TRACE_H */

@@ -13,7 +13,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "split.h"
 
 __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 
@@ -71,7 +71,7 @@ static ws_task *from_global(ws_worker *w) {
     } else {
       /* No memory for the wrapper: run it here, it is ours now. */
       it[i].fn(it[i].arg);
-      ws_submit_finished(w, p);
+      ws_submit_finished(w);
       ws_counter_add(&w->stats.tasks, 1);
       ws_counter_add(&w->stats.global_pops, 1);
     }
@@ -296,28 +296,8 @@ static ws_task *idle_search(ws_worker *w) {
   return NULL;
 }
 
-void *ws_worker_main(void *arg) {
-  ws_worker *w = arg;
+void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
-  ws_set_self(w);
-
-  pthread_attr_t attr;
-  void *lo = NULL;
-  size_t size;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    if (pthread_attr_getstack(&attr, &lo, &size) != 0) lo = NULL;
-    pthread_attr_destroy(&attr);
-  }
-  if (lo) {
-    w->stack_lo = (uintptr_t)lo;
-  } else {
-    /* Unknown: the thread was created with cfg.stack_size bytes and this
-     * frame is near its top. Counting 64 KiB of it as already used errs on
-     * the side of helping less, never of overflowing. */
-    uintptr_t here = (uintptr_t)&attr, size_guess = p->cfg.stack_size;
-    w->stack_lo = here > size_guess ? here - size_guess + (64u << 10) : 0;
-  }
-  bool begun = ws_worker_begin(w); /* name, start hook (hooks.c) */
 
   for (;;) {
     ws_task *t = ws_find_work(w, NULL);
@@ -359,7 +339,4 @@ void *ws_worker_main(void *arg) {
     /* Acquire: the other workers' last steals happen before we go on. */
     while ((n = ws_u32_load(&p->stopped, ws_acquire)) != p->nstarted) ws_futex_wait(&p->stopped, n);
   }
-  ws_worker_end(w, begun); /* stop hook (hooks.c) */
-  ws_set_self(NULL);
-  return NULL;
 }

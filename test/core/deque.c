@@ -5,7 +5,7 @@
  * increasing index order, so an item's index is its push order.
  *
  * 1. Single thread against a reference model (random push/pop/steal, from a
- *    one-slot array so it grows often): every result exact, `size_before`
+ *    one-slot array so it grows often): every result exact, the size
  *    exact, pop/steal never NULL on a non-empty deque, steal never "lost".
  * 2. Single thread: push n then pop all -> n-1..0; push n then steal all ->
  *    0..n-1, every steal succeeds with lost == 0.
@@ -81,9 +81,8 @@ static void test_model(unsigned log_size, uint64_t seed, size_t nops) {
     unsigned push_pct = (op / 1000) % 2 ? 70 : 40;
     CHECK_EQ(ws_deque_size_hint(&d), (long long)(hi - lo));
     if (r < push_pct && next < n) {
-      int64_t before = -1;
-      CHECK_OK(ws_deque_push(&d, &items[next], &before));
-      CHECK_EQ(before, (long long)(hi - lo));
+      CHECK_EQ(ws_deque_size_hint(&d), (long long)(hi - lo));
+      CHECK_OK(ws_deque_push(&d, &items[next]));
       model[hi++] = next++;
     } else if (r < push_pct + (100 - push_pct) / 2) {
       ws_task *x = ws_deque_pop(&d);
@@ -133,9 +132,8 @@ static void test_single_orders(size_t n) {
   ws_deque d;
   CHECK_OK(ws_deque_init(&d, 1));
   for (size_t i = 0; i < n; i++) {
-    int64_t before;
-    CHECK_OK(ws_deque_push(&d, &items[i], &before));
-    CHECK_EQ(before, (long long)i);
+    CHECK_EQ(ws_deque_size_hint(&d), (long long)i);
+    CHECK_OK(ws_deque_push(&d, &items[i]));
   }
   for (size_t i = n; i-- > 0;) {
     ws_task *x = ws_deque_pop(&d);
@@ -145,9 +143,8 @@ static void test_single_orders(size_t n) {
   CHECK(ws_deque_pop(&d) == NULL);
   CHECK(ws_deque_pop(&d) == NULL); /* an empty pop leaves it consistent */
   for (size_t i = 0; i < n; i++) {
-    int64_t before;
-    CHECK_OK(ws_deque_push(&d, &items[i], &before));
-    CHECK_EQ(before, (long long)i);
+    CHECK_EQ(ws_deque_size_hint(&d), (long long)i);
+    CHECK_OK(ws_deque_push(&d, &items[i]));
   }
   for (size_t i = 0; i < n; i++) {
     int lost = -1;
@@ -238,8 +235,8 @@ static void owner_round(unsigned nthieves, size_t base, size_t n, uint64_t *seed
     size_t burst = (r & 7) == 0 ? 1 + (size_t)((r >> 8) % 2048) : 1 + (size_t)((r >> 8) % 24);
     if (burst > end - next) burst = end - next;
     for (size_t k = 0; k < burst; k++) {
-      int64_t before;
-      CHECK_OK(ws_deque_push(&sh.dq, &items[next], &before));
+      int64_t before = ws_deque_size_hint(&sh.dq);
+      CHECK_OK(ws_deque_push(&sh.dq, &items[next]));
       CHECK(before >= 0);
       CHECK(before <= (long long)(shi - slo)); /* thieves only remove */
       shadow[shi++] = next++;
@@ -351,10 +348,7 @@ static void test_steal_only(unsigned nthieves, size_t n) {
   steal_only so;
   CHECK_OK(ws_deque_init(&so.dq, 2));
   atomic_init(&so.go, 0);
-  for (size_t i = 0; i < n; i++) {
-    int64_t before;
-    CHECK_OK(ws_deque_push(&so.dq, &items[i], &before));
-  }
+  for (size_t i = 0; i < n; i++) CHECK_OK(ws_deque_push(&so.dq, &items[i]));
   so.bottom = (int64_t)n;
   pthread_t th[8];
   so_arg sa[8];

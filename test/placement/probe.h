@@ -13,7 +13,7 @@
 #include <wspool.h>
 
 #include "check.h"
-#include "internal.h"
+#include "api.h"
 
 typedef struct probe {
   unsigned n;
@@ -60,11 +60,16 @@ static inline ws_worker *worker_of(pool_t *pool, unsigned i) {
   return ((struct pool *)pool)->workers[i];
 }
 
+/* How many victims w lists: the end of its last level. */
+static inline unsigned victim_count(const ws_worker *w) {
+  return w->nlevels ? w->level_end[w->nlevels - 1] : 0;
+}
+
 /* The level (0-based, after empty levels were dropped) at which w lists v. */
 static inline unsigned victim_level(const ws_worker *w, unsigned v) {
   unsigned pos = 0;
-  while (pos < w->nvictims && w->victims[pos] != v) pos++;
-  CHECK(pos < w->nvictims);
+  while (pos < victim_count(w) && w->victims[pos] != v) pos++;
+  CHECK(pos < victim_count(w));
   unsigned l = 0;
   while (pos >= w->level_end[l]) l++;
   return l;
@@ -80,7 +85,7 @@ static inline void check_victims_shape(pool_t *pool) {
     const ws_worker *w = worker_of(pool, i);
     CHECK_EQ((uintptr_t)w % 64, 0);
     CHECK_EQ(w->id, i);
-    CHECK_EQ(w->nvictims, n - 1);
+    CHECK_EQ(victim_count(w), n - 1);
     CHECK(w->nlevels <= 4);
     if (n > 1) {
       CHECK(w->nlevels >= 1);
@@ -89,7 +94,7 @@ static inline void check_victims_shape(pool_t *pool) {
     for (unsigned l = 0; l < w->nlevels; l++)
       CHECK(w->level_end[l] > (l ? w->level_end[l - 1] : 0));
     memset(seen, 0, n);
-    for (unsigned k = 0; k < w->nvictims; k++) {
+    for (unsigned k = 0; k < victim_count(w); k++) {
       unsigned v = w->victims[k];
       CHECK(v < n && v != i && !seen[v]);
       seen[v] = 1;

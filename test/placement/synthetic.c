@@ -99,7 +99,7 @@ static void check_levels(const machine *m, pool_t *pool) {
     for (unsigned l = 0; l < 4; l++) map[l] = cnt[l] ? nl++ : 99;
     CHECK_EQ(w->nlevels, nl);
     /* level of each victim from its position (victim_level() is linear) */
-    for (unsigned k = 0, l = 0; k < w->nvictims; k++) {
+    for (unsigned k = 0, l = 0; k < victim_count(w); k++) {
       while (k >= w->level_end[l]) l++;
       CHECK_EQ(l, map[m_level(m, w->cpu, worker_of(pool, w->victims[k])->cpu)]);
     }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Layer 2, the API: what the files behind the public calls share (pool
+ * lifetime and its entry gate in pool.c, placement.c, stats.c, trace.c,
+ * options.c). Includes the scheduler (layer 1); nothing below includes
+ * this. */
+#ifndef WS_API_H
+#define WS_API_H
+
+#include "options.h"
+#include "scheduler.h"
+#include "split.h"
+
+/* NULL pool -> the caller's pool, else the default pool (may be NULL). */
+struct pool *ws_resolve(struct pool *p);
+/* The same, and why there is no pool: *err is the default pool's creation
+ * error (EAGAIN, ENOMEM, ...) when that is the reason, else EINVAL. */
+struct pool *ws_resolve_err(struct pool *p, int *err);
+
+/* Bumped in the child after fork(): pools created before belong to the
+ * parent (their threads do not exist here). Written only by the atfork
+ * child handler, while the child has one thread; read after. */
+extern unsigned ws_fork_gen;
+static inline bool ws_pool_forked(const struct pool *p) { return p->fork_gen != ws_fork_gen; }
+
+/* Entry accounting for outside callers (pool.c). ws_enter: 0, ESHUTDOWN
+ * once destroy began, EOWNERDEAD for a pool inherited across fork(); on 0
+ * the caller must ws_leave() when it will touch the pool no more.
+ * ws_enter_any counts without refusing: for waits on work the pool already
+ * accepted (destroy runs it before it waits for the gate). */
+int ws_enter(struct pool *p);
+int ws_enter_any(struct pool *p);
+void ws_leave(struct pool *p);
+
+/* Placement (placement.c; docs/design.md "Placement").
+ * plan: decide each worker's PU and NUMA node (before workers exist, so
+ *       their memory can be allocated on their node); ENOTSUP when binding
+ *       was asked, is impossible and bind_strict is set.
+ * worker: fill w->cpu (planned PU or -1), w->numa and the victim order.
+ * bind: bind the started thread of w; 0 or an errno value. */
+struct ws_placement;
+/* CPUs in the calling thread's affinity (taskset, cgroup cpusets), at least 1. */
+unsigned ws_allowed_cpus(void);
+int ws_placement_plan(struct pool *p);
+int ws_placement_worker(struct pool *p, ws_worker *w);
+int ws_placement_bind(struct pool *p, ws_worker *w);
+void ws_placement_free(struct pool *p);
+void *ws_placement_alloc(struct pool *p, unsigned worker, size_t size);
+void ws_placement_dealloc(struct pool *p, void *mem, size_t size);
+
+/* WSPOOL_STATS=1: the per-worker table on stderr (stats.c). */
+void ws_stats_report(struct pool *p);
+/* Worker `worker`'s counters (index checked by the caller). */
+void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out);
+
+/* Registers the fork handlers (pool.c), once; ENOMEM if it cannot. */
+int ws_fork_setup(void);
+/* Fork handlers of placement.c and trace.c: 0 before fork() (take the
+ * lock), 1 in the parent and 2 in the child after it. */
+void ws_placement_atfork(int phase);
+void ws_trace_atfork(int phase);
+
+/* Trace lifecycle (trace.c): a pool's process track and workers' buffers
+ * when WSPOOL_TRACE is set. */
+void ws_trace_pool_created(struct pool *p);
+void ws_trace_pool_destroyed(struct pool *p);
+
+#endif /* WS_API_H */

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* Layer 2: the table of WSPOOL_* environment variables (options.c). */
+#ifndef WS_OPTIONS_H
+#define WS_OPTIONS_H
+
+#include <stddef.h>
+
+typedef enum ws_option_id {
+  WS_OPT_THREADS, /* pool_config_default's worker count */
+  WS_OPT_BIND,    /* pool_config_default's binding: index into pool_bind_t */
+  WS_OPT_STATS,   /* 1: each pool's statistics on stderr at destroy */
+  WS_OPT_VERBOSE, /* 1: each pool's placement on stderr at creation */
+  WS_OPT_TRACE,   /* a path: the Chrome trace file */
+  WS_OPT_COUNT
+} ws_option_id;
+
+typedef struct ws_option_desc {
+  const char *name;    /* the variable */
+  int kind;            /* what the value is parsed as (options.c) */
+  unsigned long max;   /* counts: the largest value; flags: 1 */
+  const char *choices; /* choices: the accepted words, "a\0b\0" */
+  const char *example; /* flags and paths: the value README's row shows */
+  const char *accepts; /* what the bad-value message says it expects */
+  const char *doc;     /* what it does: README.md's row says the same */
+} ws_option_desc;
+
+/* The variable's value as a number (a count, a choice's index, a flag's 0
+ * or 1), or `dflt` when unset or bad (reported on stderr). */
+long ws_option_long(ws_option_id id, long dflt);
+/* The variable's value, NULL when unset or empty. */
+const char *ws_option_str(ws_option_id id);
+/* Every row of the table (tests compare it with README.md). */
+const ws_option_desc *ws_option_table(size_t *n);
+
+#endif /* WS_OPTIONS_H */

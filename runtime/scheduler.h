@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* Layer 1, the scheduler: the pool and worker structs and what every
+ * scheduling path shares (the thread's worker, running a task, the search
+ * for work and the waits of worker.c, the submit wrapper of submit.c). The
+ * split deque that every push goes through is split.h. Includes only
+ * layer 0 (and the public header); nothing here knows fork/join frames,
+ * loops, placement or the pool's lifetime (layer 2, api.h). */
+#ifndef WS_SCHEDULER_H
+#define WS_SCHEDULER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <wspool.h>
+
+#include "atomics.h"
+#include "debug.h"
+#include "deque.h"
+#include "gqueue.h"
+#include "hooks.h"
+#include "nodes.h"
+#include "sleep.h"
+#include "task.h"
+#include "trace.h"
+
+typedef struct ws_stats {
+  ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
+  ws_u64 global_taken;
+} ws_stats;
+
+typedef struct ws_worker {
+  /* The `limit` of this worker's fast spawn path (forkjoin.c), which lives
+   * in its thread's pool__tls: other workers close it through this
+   * pointer. It points at `limit_parked` until the thread has set it up
+   * and again before the thread ends; every worker of the pool has stopped
+   * looking for work before any of their threads ends (worker.c), so no
+   * thief writes into a thread's block after it is gone. */
+  ws_ptr limitp; /* uintptr_t *, accessed with ws_abi_load/store */
+  uintptr_t limit_parked;
+  WS_ALIGNED ws_deque dq; /* its own cache lines */
+  /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, ws_top())
+   * are frames newer than everything in `dq`, not yet visible to thieves.
+   * priv_base[-1] is a marker slot; priv_end is one past the last slot.
+   * Owner only. */
+  ws_task **priv_lo, **priv_base, **priv_end;
+  ws_task **priv_block;    /* the array's allocation: the marker slot first */
+  ws_task **priv_embedded; /* the first array, inside the worker's block */
+  WS_ALIGNED struct pool *pool;
+  /* Completion accounting of pool_submit tasks (pool.c): submitted from
+   * this worker onto its own deque, and finished on this worker. Written
+   * by the owner only, read by waiters. */
+  ws_u64 submitted, finished;
+  /* A submitted task finished here since this worker last told outside
+   * waiters (worker.c, nothing_found). Owner only. */
+  bool announce_idle;
+  unsigned id;
+  int cpu;       /* bound PU (OS index) or -1 */
+  int numa;      /* NUMA node of that PU, or -1 */
+  uint64_t rng;  /* xorshift state for victim choice */
+  /* Victims ordered nearest first; level_end[k] is one past the last victim
+   * of distance level k. Random start within each level. */
+  unsigned *victims;
+  unsigned level_end[4];
+  unsigned nlevels;
+  /* Lowest address of this worker's stack, as an integer (ws_may_help);
+   * an estimate from the requested size when the thread's attributes
+   * cannot be read (worker.c). */
+  uintptr_t stack_lo;
+  size_t help_reserve; /* help while waiting only with more stack than this */
+  ws_node_cache nodes;
+  ws_stats stats;
+  ws_trace_buf *trace; /* NULL unless WSPOOL_TRACE is set */
+  pthread_t thread;
+  bool started;
+  void *mem;           /* allocation backing this struct (see placement) */
+  size_t mem_size;
+} ws_worker;
+
+/* The entry gate (pool.c, api.h; docs/design.md 10.1 "The entry gate"):
+ * the count of outside calls inside the pool, and WS_GATE_CLOSED once
+ * pool_destroy() began. */
+#define WS_GATE_CLOSED 0x80000000u
+
+struct pool {
+  /* First, and never freed: destroy keeps the struct on a free list that
+   * pool_create() reuses, so a call that reaches the gate after destroy
+   * finished still meets a live word (and CLOSED). Not cleared on reuse
+   * (pool_create only removes CLOSED). */
+  WS_ALIGNED ws_u32 gate;
+  unsigned fork_gen;            /* ws_fork_gen when created; kept on reuse */
+  struct pool *next_free;       /* the free list of destroyed pools */
+  WS_ALIGNED ws_gqueue gq;
+  ws_sleep sleep;
+  ws_event ext;                 /* outside waiters */
+  WS_ALIGNED ws_u32 stop;       /* workers exit once they find no work */
+  ws_u32 stopped;               /* workers that left their loop (worker.c) */
+  unsigned nstarted;            /* threads started; set before `stop` */
+  unsigned nthreads;
+  ws_worker **workers;
+  pool_config_t cfg;
+  bool is_default;
+  struct ws_placement *placement;
+  unsigned trace_pid; /* this pool's process track in the trace */
+  ws_hooks hooks;     /* worker hooks and thread names (hooks.c) */
+};
+
+/* The calling thread's worker, NULL outside every pool. Initial-exec TLS:
+ * one instruction on x86-64, and the library is linked, not dlopen'ed late. */
+extern __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
+
+static inline ws_worker *ws_self(void) { return ws__self; }
+/* The thread's block of the header's inline ABI: `struct pool__tls`
+ * (wspool.h, where each field is described), the one type the library and
+ * every caller declare it with, so that link-time optimisation across the
+ * two sees one object of one type. Every field but `limit` belongs to its
+ * own thread and needs no atomics; `limit` is read and written with
+ * ws_abi_load/ws_abi_store (atomics.h), as the header does.
+ * top: one past the calling worker's newest private frame. Thread-local
+ * rather than in ws_worker because every spawn and sync of a recursion
+ * reads and writes it in turn: through a pointer that chain of loads and
+ * stores waits for a store-to-load forwarding per step (docs/design.md,
+ * section 6). */
+extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
+static inline ws_task **ws_top(void) { return (ws_task **)pool__tls.top; }
+static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
+
+
+/* Tells sleepers about work a worker just pushed on its deque. Every push
+ * is announced, not only pushes onto an empty deque: the owner's idea of
+ * whether its deque was empty comes from a relaxed read of top, so a push
+ * it thinks lands on a non-empty deque may land on one a thief has just
+ * emptied. The announcement costs a compiler fence and one load of a
+ * rarely written line while nobody sleeps (sleep.h: the sleeper pays the
+ * barrier). */
+static inline void ws_after_push(struct pool *p) { ws_sleep_notify(&p->sleep); }
+
+/* Trace a task run: t0 = ws_trace_t0(w); fn(arg); ws_trace_task(w, fn, t0). */
+static inline uint64_t ws_trace_t0(const ws_worker *w) { return w->trace ? ws_trace_now() : 0; }
+static inline void ws_trace_task(ws_worker *w, ws_fnptr fn, uint64_t t0) {
+  if (w->trace) ws_trace_record(w->trace, WS_EV_TASK, fn, t0, 0);
+}
+
+/* Runs a task on worker w, the calling thread's own. Frames the task's
+ * pool_sync() ran on the fork/join fast path were counted in the
+ * thread-local pool__tls.tasks (wspool.h); they join the worker's
+ * statistic here, with the task itself. */
+static inline void ws_run(ws_worker *w, ws_task *t) {
+  t->exec(t, w);
+  uint64_t inlined = pool__tls.tasks;
+  pool__tls.tasks = 0;
+  ws_counter_add(&w->stats.tasks, 1 + inlined);
+}
+
+/* One look for work: own deque, global queue, then one round of steals,
+ * `hint` first when given. NULL when nothing was found. */
+ws_task *ws_find_work(ws_worker *w, ws_worker *hint);
+
+/* True while the worker may run other tasks on its stack while waiting.
+ * Addresses compared as integers: C defines pointer subtraction only
+ * within one object, and stack_lo is not one we own. */
+static inline bool ws_may_help(const ws_worker *w) {
+  char here;
+  uintptr_t sp = (uintptr_t)&here;
+  return sp > w->stack_lo && sp - w->stack_lo > w->help_reserve;
+}
+
+/* Wait, helping, until *word == value / (*count & mask) == 0 (acquire).
+ * Worker threads only. `hint` is a worker to steal from first, or NULL. */
+void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint);
+void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask);
+/* Outside threads: block on the pool's event until the condition holds.
+ * The finisher must make it true with a seq_cst store/RMW and then call
+ * ws_event_notify(&pool->ext) (for idleness: see ws_submit_finished). */
+void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value);
+/* Until every pool_submit task counted so far has finished (pool.c). */
+void ws_block_until_idle(struct pool *p);
+/* True when every pool_submit task counted submitted has finished. */
+bool ws_submits_idle(struct pool *p);
+
+/* The worker loop (worker.c): runs on w's thread, set up by pool.c, until
+ * the pool stops and nothing is left to run. */
+void ws_worker_loop(ws_worker *w);
+
+/* The submit wrapper (submit.c). */
+/* A pool_submit task (fn, arg) for worker w's pool, from w's node cache;
+ * NULL without memory. Running it counts it finished (ws_submit_finished);
+ * whoever made it has counted it submitted. */
+ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg);
+
+/* Put a runtime task on the pool's global queue (outside threads). */
+int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed);
+
+/* pool_submit_n from a worker of the pool (w, the caller's): n tasks onto
+ * its own deque, all or none. 0 or ENOMEM. */
+int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n);
+/* pool_submit_n from outside (the caller holds the pool's gate): stored by
+ * value in the global queue under one lock. 0, ENOMEM or ESHUTDOWN. */
+int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n);
+/* A pool_submit task finished on worker w (only workers run tasks).
+ * Release: a waiter that acquires `finished` sees every count of
+ * submissions the task made before it (submit.c). The worker tells outside
+ * waiters when it next runs out of work (worker.c), not after every task. */
+static inline void ws_submit_finished(ws_worker *w) {
+  ws_u64_store(&w->finished, ws_u64_load(&w->finished, ws_relaxed) + 1, ws_release);
+  w->announce_idle = true;
+}
+
+#endif /* WS_SCHEDULER_H */

@@ -137,7 +137,10 @@ static bool priv_holds(const ws_worker *w, const ws_frame *f) {
   return false;
 }
 
-/* Sync (take = false) or take (true) of a frame off the fast path. */
+/* Sync (take = false) or take (true) of a frame off the fast path. One
+ * function over 60 lines: every case (private below the top, published,
+ * stolen, outside) ends in one of three shared exits (run here, handed
+ * back, done), which stay gotos of one frame. */
 static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, bool take) {
   ws_worker *w = self;
   /* The state first: a frame that finished (run by a thief, or by an

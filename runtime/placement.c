@@ -384,6 +384,31 @@ static int hw_can_bind(hwloc_topology_t t) {
 }
 
 /* 0 planned, ENOMEM/ENOTSUP, or -1: no topology, plan portably instead. */
+/* The usable PUs of t, in topology order, into c (room for max), with
+ * their SMT rank; *npkg and *nnuma count the packages and NUMA nodes they
+ * span. Returns how many. */
+static unsigned collect_pus(hwloc_topology_t t, hwloc_const_bitmap_t usable, cand *c,
+                            unsigned max, unsigned *npkg, unsigned *nnuma) {
+  unsigned k = 0;
+  int last_pkg = -2, last_numa = -2;
+  int64_t last_core = -2;
+  *npkg = *nnuma = 0;
+  for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, NULL); pu && k < max;
+       pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) {
+    if (!hwloc_bitmap_isset(usable, pu->os_index)) continue;
+    cand *x = &c[k];
+    describe_pu(t, pu, x);
+    /* PUs of one core are consecutive in topology order. */
+    x->smt = (k > 0 && x->s.core == last_core) ? c[k - 1].smt + 1 : 0;
+    x->key[5] = x->smt;
+    last_core = x->s.core;
+    if (x->s.package != last_pkg) (*npkg)++, last_pkg = x->s.package;
+    if (x->s.numa != last_numa) (*nnuma)++, last_numa = x->s.numa;
+    k++;
+  }
+  return k;
+}
+
 static int hw_plan(struct pool *p, struct ws_placement *pl) {
   hwloc_topology_t t = shared_topology();
   if (!t) return -1;
@@ -401,23 +426,8 @@ static int hw_plan(struct pool *p, struct ws_placement *pl) {
     hwloc_bitmap_free(usable);
     return npu > 0 ? ENOMEM : -1;
   }
-  unsigned k = 0;
-  unsigned npkg = 0, nnuma = 0;
-  int last_pkg = -2, last_numa = -2;
-  int64_t last_core = -2;
-  for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, NULL); pu && k < (unsigned)npu;
-       pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) {
-    if (!hwloc_bitmap_isset(usable, pu->os_index)) continue;
-    cand *x = &c[k];
-    describe_pu(t, pu, x);
-    /* PUs of one core are consecutive in topology order. */
-    x->smt = (k > 0 && x->s.core == last_core) ? c[k - 1].smt + 1 : 0;
-    x->key[5] = x->smt;
-    last_core = x->s.core;
-    if (x->s.package != last_pkg) npkg++, last_pkg = x->s.package;
-    if (x->s.numa != last_numa) nnuma++, last_numa = x->s.numa;
-    k++;
-  }
+  unsigned npkg, nnuma;
+  unsigned k = collect_pus(t, usable, c, (unsigned)npu, &npkg, &nnuma);
   hwloc_bitmap_free(usable);
   if (k == 0) {
     free(c);

@@ -168,32 +168,34 @@ static void stop_workers(struct pool *p) {
   }
 }
 
-int pool_create(pool_t **out, const pool_config_t *cfg_in) {
-  if (!out) return EINVAL;
-  pool_config_t cfg;
+/* The configuration a pool is created with: the caller's (NULL: the
+ * defaults and environment), checked, with its automatic values filled in.
+ * 0 or EINVAL. */
+static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
   if (cfg_in)
-    cfg = *cfg_in;
+    *cfg = *cfg_in;
   else
-    pool_config_default(&cfg);
-  if (cfg.threads > POOL_MAX_THREADS) return EINVAL;
-  if (cfg.bind != POOL_BIND_NONE && cfg.bind != POOL_BIND_CORE && cfg.bind != POOL_BIND_SPREAD)
+    pool_config_default(cfg);
+  if (cfg->threads > POOL_MAX_THREADS) return EINVAL;
+  if (cfg->bind != POOL_BIND_NONE && cfg->bind != POOL_BIND_CORE && cfg->bind != POOL_BIND_SPREAD)
     return EINVAL;
-  if (cfg.threads == 0) cfg.threads = ws_allowed_cpus();
-  if (cfg.stack_size == 0) cfg.stack_size = DEFAULT_STACK;
-  if (cfg.stack_size < (size_t)PTHREAD_STACK_MIN) cfg.stack_size = (size_t)PTHREAD_STACK_MIN;
+  if (cfg->threads == 0) cfg->threads = ws_allowed_cpus();
+  if (cfg->stack_size == 0) cfg->stack_size = DEFAULT_STACK;
+  if (cfg->stack_size < (size_t)PTHREAD_STACK_MIN) cfg->stack_size = (size_t)PTHREAD_STACK_MIN;
+  return 0;
+}
 
-  int rc = ws_fork_setup();
-  if (rc) return rc;
-  ws_sleep_global_init();
-  struct pool *p = new_pool_struct();
-  if (!p) return ENOMEM;
+/* Everything of a new pool but its threads: the queue, the sleep state,
+ * the placement plan and each worker, on its NUMA node. On failure the
+ * pool is freed. */
+static int build_pool(struct pool *p, const pool_config_t *cfg) {
   /* Written only when it changes (a struct made before a fork): a late
    * caller of the struct's previous pool may be reading it. */
   if (p->fork_gen != ws_fork_gen) p->fork_gen = ws_fork_gen;
-  p->cfg = cfg;
-  p->nthreads = cfg.threads;
+  p->cfg = *cfg;
+  p->nthreads = cfg->threads;
   ws_hooks_init(p);
-  rc = ws_gqueue_init(&p->gq);
+  int rc = ws_gqueue_init(&p->gq);
   if (rc) {
     recycle_pool(p);
     return rc;
@@ -202,38 +204,21 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   ws_event_init(&p->ext);
   ws_u32_store(&p->stop, 0, ws_relaxed);
   ws_u32_store(&p->stopped, 0, ws_relaxed);
-
   p->workers = calloc(p->nthreads, sizeof(ws_worker *));
-  if (!p->workers) {
-    free_pool(p, false);
-    return ENOMEM;
-  }
-  rc = ws_placement_plan(p);
-  if (rc) {
-    free_pool(p, false);
-    return rc;
-  }
-  for (unsigned i = 0; i < p->nthreads; i++) {
-    if ((rc = new_worker(p, i)) != 0) {
-      free_pool(p, false);
-      return rc;
-    }
-  }
-  for (unsigned i = 0; i < p->nthreads; i++)
-    if ((rc = ws_placement_worker(p, p->workers[i])) != 0) {
-      free_pool(p, false);
-      return rc;
-    }
+  rc = p->workers ? ws_placement_plan(p) : ENOMEM;
+  for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = new_worker(p, i);
+  for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = ws_placement_worker(p, p->workers[i]);
+  if (rc) free_pool(p, false);
+  return rc;
+}
 
-  ws_trace_pool_created(p);
-
+/* Starts and binds the worker threads, then lets them take work (or, on
+ * failure, stops those that started). 0, EAGAIN, ENOMEM or ENOTSUP. */
+static int start_workers(struct pool *p) {
   pthread_attr_t attr;
-  if ((rc = pthread_attr_init(&attr)) != 0) {
-    ws_trace_pool_destroyed(p);
-    free_pool(p, false);
-    return rc == ENOMEM ? ENOMEM : EAGAIN;
-  }
-  pthread_attr_setstacksize(&attr, cfg.stack_size);
+  int rc = pthread_attr_init(&attr);
+  if (rc) return rc == ENOMEM ? ENOMEM : EAGAIN;
+  pthread_attr_setstacksize(&attr, p->cfg.stack_size);
   bool warned = false;
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
@@ -245,7 +230,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
     if (w->cpu < 0) continue;
     int brc = ws_placement_bind(p, w);
     if (brc == 0) continue;
-    if (cfg.bind_strict) {
+    if (p->cfg.bind_strict) {
       rc = ENOTSUP;
       break;
     }
@@ -254,15 +239,28 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
     warned = true;
     w->cpu = -1; /* read by pool_worker_cpu(): after create returns, or in a hook */
   }
+  pthread_attr_destroy(&attr);
   ws_hooks_open(p, rc == 0); /* the workers may take work (hooks.h) */
-  if (rc) {
-    pthread_attr_destroy(&attr);
-    stop_workers(p);
+  if (rc) stop_workers(p);
+  return rc;
+}
+
+int pool_create(pool_t **out, const pool_config_t *cfg_in) {
+  if (!out) return EINVAL;
+  pool_config_t cfg;
+  int rc = resolve_config(cfg_in, &cfg);
+  if (rc) return rc;
+  if ((rc = ws_fork_setup()) != 0) return rc;
+  ws_sleep_global_init();
+  struct pool *p = new_pool_struct();
+  if (!p) return ENOMEM;
+  if ((rc = build_pool(p, &cfg)) != 0) return rc;
+  ws_trace_pool_created(p);
+  if ((rc = start_workers(p)) != 0) {
     ws_trace_pool_destroyed(p);
     free_pool(p, false);
     return rc;
   }
-  pthread_attr_destroy(&attr);
   /* Open the gate: remove CLOSED, keeping whatever late callers of the
    * struct's previous pool are counted (each leaves on its own). Release:
    * nothing to publish through the gate (callers get the pool through

@@ -3,9 +3,55 @@
  * \file wspool.h
  * \brief wspool: a work-stealing thread pool runtime for C.
  *
- * One header is the whole public API. Everything named `pool_*` or `POOL_*`
- * is public; fields named `wsp_*` inside the complete types below are private
- * storage the runtime owns and must not be touched.
+ * \section overview Overview
+ * A pool is a set of worker threads, each with a deque of its own; a worker
+ * that runs out of work steals from the others. Work enters a pool as
+ * fire-and-forget tasks (pool_submit(), waited for with pool_wait_idle()),
+ * as fork/join (pool_spawn() into a frame the caller owns, then pool_sync()
+ * or pool_take(); pool_join(); task groups), typed tasks (POOL_TASK()) or
+ * parallel loops (pool_parallel_for(), pool_parallel_reduce()). Every
+ * `pool_t *` may be NULL (\ref nullpool), so a program can use the default
+ * pool without creating one:
+ * \code
+ * #include <stdio.h>
+ * #include <wspool.h>
+ *
+ * typedef struct { int n; long r; } fib_t;
+ *
+ * static void fib(void *p) {
+ *   fib_t *a = p;
+ *   if (a->n < 2) { a->r = a->n; return; }
+ *   fib_t x = {a->n - 1, 0}, y = {a->n - 2, 0};
+ *   pool_task_t t;
+ *   pool_spawn(NULL, &t, fib, &x);  // x may run on another worker
+ *   fib(&y);
+ *   pool_sync(&t);                  // runs x here unless it was stolen
+ *   a->r = x.r + y.r;
+ * }
+ *
+ * int main(void) {
+ *   fib_t a = {30, 0}, b = {0, 0};
+ *   int rc = pool_join(NULL, fib, &a, fib, &b);  // on the default pool
+ *   if (rc) { fprintf(stderr, "wspool: %s\n", pool_strerror(rc)); return 1; }
+ *   printf("fib(30) = %ld\n", a.r);
+ *   return 0;
+ * }
+ * \endcode
+ * Build with `cc app.c $(pkg-config --cflags --libs wspool)`, or use wspool
+ * as a meson subproject (`dependency('wspool')`).
+ *
+ * This header is the whole public API; a program includes only it. It
+ * includes wspool_typed.h (typed tasks) and wspool/inline.h (the inline fast
+ * paths of pool_spawn(), pool_sync() and pool_take(): ABI, not API).
+ * Everything named `pool_*` or `POOL_*` is public; names with a double
+ * underscore (`pool__*`, `POOL__*`) and fields named `wsp_*` inside the
+ * complete types below are private to the library and must not be touched.
+ *
+ * The reference is in groups: \ref pool, \ref forkjoin, \ref typed,
+ * \ref parfor, \ref stats, \ref placement and \ref version. The sections
+ * below hold what applies to every group: \ref errors, \ref nullpool,
+ * \ref faults and \ref hooks. docs/ holds the design, tuning, placement
+ * and performance notes.
  *
  * \section errors Errors
  * Every function returning `int` returns 0 on success or a positive errno
@@ -125,13 +171,6 @@ extern "C" {
 #endif
 /** \endcond */
 
-/** \defgroup version Version
- *  @{ */
-#define WSPOOL_VERSION_MAJOR 0 /**< incompatible API changes */
-#define WSPOOL_VERSION_MINOR 1 /**< compatible additions */
-#define WSPOOL_VERSION_PATCH 0 /**< fixes */
-/** @} */
-
 /** \defgroup pool Pools, submission and waiting
  *  @{ */
 
@@ -188,6 +227,7 @@ typedef struct pool_config {
  * (`none|core|spread`). A bad value is reported on stderr naming the variable
  * and the value, and the default is used. Fields set after this call win.
  * Does nothing when \p cfg is NULL.
+ * \param cfg the configuration to fill.
  */
 POOL_API void pool_config_default(pool_config_t *cfg);
 
@@ -212,6 +252,7 @@ POOL_API int pool_create(pool_t **out, const pool_config_t *cfg);
  * it, and a call that arrives later fails with ESHUTDOWN without effect
  * (see \ref faults). Calling into a pool after pool_destroy() returned is a
  * bug.
+ * \param pool the pool to destroy.
  * \return 0; EDEADLK when called from one of the pool's own workers (the pool
  *         stays usable); EINVAL for the default pool, which lives until exit;
  *         ESHUTDOWN when another pool_destroy() of it is already running.
@@ -230,6 +271,9 @@ POOL_API pool_t *pool_current(void);
  *
  * From a worker of that pool the task goes on the worker's own deque without
  * a lock; from any other thread it goes to the pool's global queue.
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param fn the task's function.
+ * \param arg its argument.
  * \return 0; EINVAL for a NULL \p fn; ESHUTDOWN when the pool is being
  *         destroyed and the caller is not one of its workers; ENOMEM.
  */
@@ -248,6 +292,10 @@ POOL_API int pool_submit(pool_t *pool, pool_fn fn, void *arg);
  * for (int i = 0; i < 64; i++) items[i] = &work[i];
  * int rc = pool_submit_n(pool, process, items, 64);
  * \endcode
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param fn the function of every task.
+ * \param args the n arguments, or NULL.
+ * \param n how many tasks.
  * \return 0 (also for n == 0); EINVAL for a NULL \p fn; ESHUTDOWN when the
  *         pool is being destroyed and the caller is not one of its workers;
  *         ENOMEM, with nothing submitted.
@@ -257,6 +305,7 @@ POOL_API int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n
 /**
  * \brief Wait until every task submitted so far with pool_submit(), and
  * everything those tasks submitted, has finished.
+ * \param pool the pool, or NULL (\ref nullpool).
  * \return 0; EDEADLK when called from a worker of that pool; EINVAL when
  *         there is no pool; ESHUTDOWN when called once pool_destroy() began
  *         (a caller already waiting when it began gets 0 after the drain).
@@ -269,8 +318,203 @@ POOL_API unsigned pool_threads(const pool_t *pool);
 /** \brief Index of the calling worker in its pool, -1 outside any pool. */
 POOL_API int pool_worker_id(void);
 
-/** \brief A readable message for an error code; never NULL. */
+/** \brief A readable message for an error code; never NULL.
+ *  \param err a value one of the functions above returned. */
 POOL_API const char *pool_strerror(int err);
+
+/** @} */
+
+/** \defgroup forkjoin Fork/join
+ *  @{ */
+
+/**
+ * A spawned task frame, owned by the caller (usually on its stack) from
+ * pool_spawn() until pool_sync() returns. Spawning allocates nothing.
+ */
+typedef struct pool_task {
+  void *wsp_private[8]; /**< the runtime's; never read or written by callers */
+} pool_task_t;
+
+/** Returned by pool_take() when the caller got the task back unstarted and
+ *  must do its work itself. */
+#define POOL_TAKEN (-1)
+
+/**
+ * \brief Spawn `fn(arg)` into \p task, to run possibly in parallel.
+ *
+ * From a worker the frame stays private to the worker (no lock, no
+ * allocation, no fence) until a thief could use it, then goes on the
+ * worker's deque; from another thread, on the pool's global queue.
+ * Every successful spawn must be matched by one pool_sync() on the same
+ * frame, from the same thread, before the frame's storage goes away.
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param task the frame, owned by the caller until pool_sync() returns.
+ * \param fn the task's function.
+ * \param arg its argument.
+ * \return 0; EINVAL for a NULL \p task or \p fn, or no pool; ESHUTDOWN for an
+ *         outside spawn into a pool being destroyed. When the deque cannot
+ *         grow, the task runs inline before pool_spawn() returns (0).
+ */
+POOL_API int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg);
+
+/**
+ * \brief Wait for a spawned task.
+ *
+ * If the task is still in the caller's deque it runs inline (the common,
+ * LIFO case; any order is allowed). If it was stolen, the caller keeps
+ * working while it waits: its own deque, the global queue, then stealing,
+ * first from the thief that took it. A waiting worker runs other tasks on
+ * its own stack only while more than a quarter of its stack (and at least
+ * 64 KiB) is left; past that it waits without helping, so deep or wide
+ * trees cannot overflow it. When it finds nothing to run for a short while
+ * (docs/tuning.md) it sleeps until the task is done or new work appears, so
+ * a long wait uses no CPU. Frames may be synced in any order; what each
+ * order costs is in docs/performance.md.
+ * From a thread outside the pool: blocks until a worker has run it (the
+ * task runs in the pool, so what it spawns stays there too).
+ * \param task a frame the calling thread spawned.
+ * \return 0; EINVAL for a NULL \p task or a frame that was not spawned.
+ */
+POOL_API int pool_sync(pool_task_t *task);
+
+/**
+ * \brief Take a spawned task back to run it yourself, or wait for it.
+ *
+ * The alternative to pool_sync() for recursive code. If no thief has
+ * started the task, it is taken back unrun and POOL_TAKEN is returned: the
+ * frame is free again and the caller must now do the task's work itself,
+ * typically by calling the function directly, which the compiler can inline
+ * and which passes arguments and results in registers instead of through
+ * `arg`. Otherwise it waits exactly like pool_sync() (helping, within the
+ * same stack bound) and returns 0 once the task has run.
+ * \code
+ *   pool_spawn(NULL, &t, fib_task, &x);   // x = {n - 1}
+ *   long y = fib(n - 2);
+ *   if (pool_take(&t) == POOL_TAKEN) x.r = fib(n - 1);
+ *   return x.r + y;
+ * \endcode
+ * From a thread outside the pool it always waits (a task on the global
+ * queue cannot be taken back) and returns 0.
+ * \param task a frame the calling thread spawned.
+ * \return POOL_TAKEN; 0 when the task ran elsewhere; EINVAL for a NULL
+ *         \p task or a frame that was not spawned.
+ */
+POOL_API int pool_take(pool_task_t *task);
+
+/**
+ * \brief Run `a(a_arg)` and `b(b_arg)`, possibly in parallel; return when
+ * both have finished.
+ *
+ * From a worker of the pool, `a` runs on the caller and `b` is spawned. From
+ * any other thread both run on the pool's workers while the caller blocks,
+ * so it is also the way to run a computation "inside" a pool from main().
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param a the first function.
+ * \param a_arg its argument.
+ * \param b the second function.
+ * \param b_arg its argument.
+ * \return 0; EINVAL for a NULL function or no pool; ESHUTDOWN from outside a
+ *         pool being destroyed (nothing ran).
+ */
+POOL_API int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg);
+
+/** A task group: any number of children, wait for all. */
+typedef struct pool_group {
+  void *wsp_private[4]; /**< the runtime's; never read or written by callers */
+} pool_group_t;
+
+/**
+ * \brief Initialise a group on \p pool.
+ * \param g the group, owned by the caller.
+ * \param pool the pool its children go to, or NULL (\ref nullpool).
+ * \return 0; EINVAL for NULL \p g or no pool.
+ */
+POOL_API int pool_group_init(pool_group_t *g, pool_t *pool);
+
+/**
+ * \brief Spawn a child into the group. Child storage comes from per-worker
+ * free lists, so the steady state does no malloc per spawn.
+ * \param g the group.
+ * \param fn the child's function.
+ * \param arg its argument.
+ * \return 0; EINVAL for NULL \p g or \p fn, or an uninitialised group;
+ *         ENOMEM; ESHUTDOWN for an outside spawn into a pool being destroyed.
+ */
+POOL_API int pool_group_spawn(pool_group_t *g, pool_fn fn, void *arg);
+
+/**
+ * \brief Wait for every child spawned so far; helps like pool_sync().
+ * The group may be reused afterwards.
+ * \param g the group.
+ * \return 0; EINVAL for NULL \p g or an uninitialised group.
+ */
+POOL_API int pool_group_wait(pool_group_t *g);
+
+/** @} */
+
+/** \defgroup typed Typed tasks
+ *  \brief Fork/join with typed arguments and a typed result: POOL_TASK()
+ *  declares the frame and the spawn and sync functions of a task
+ *  (wspool_typed.h, which wspool.h includes). */
+
+/** \defgroup parfor Parallel loops
+ *  @{ */
+
+/** A loop body: handles the items [begin, end). */
+typedef void (*pool_range_fn)(size_t begin, size_t end, void *ctx);
+
+/**
+ * \brief Call \p body on disjoint subranges covering [begin, end) exactly once.
+ *
+ * \p grain is the smallest chunk handed to \p body (0 = automatic). Returns
+ * when all of it has run. Works from outside the pool and from inside tasks
+ * (nested), on any pool. Ranges up to SIZE_MAX - 1 items.
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param begin the first item.
+ * \param end one past the last item.
+ * \param grain the smallest chunk, or 0.
+ * \param body called on each subrange, with \p ctx.
+ * \param ctx passed to \p body.
+ * \return 0 (also for begin == end, without calling \p body); EINVAL for
+ *         begin > end, a NULL \p body, or no pool; ENOMEM; ESHUTDOWN from
+ *         outside a pool being destroyed.
+ */
+POOL_API int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain,
+                               pool_range_fn body, void *ctx);
+
+/** Accumulate the items [begin, end) into \p acc (which starts as the identity). */
+typedef void (*pool_reduce_body_fn)(size_t begin, size_t end, void *acc, void *ctx);
+/** Combine: `into = into (op) from`, where \p into holds the items before \p from's. */
+typedef void (*pool_combine_fn)(void *into, const void *from, void *ctx);
+
+/** A parallel reduction. The combine must be associative; it need not be
+ *  commutative: partial results are always combined in index order. */
+typedef struct pool_reducer {
+  size_t size;              /**< bytes of one accumulator (> 0) */
+  const void *identity;     /**< accumulator every partial result starts from */
+  pool_reduce_body_fn body; /**< accumulates a subrange */
+  pool_combine_fn combine;  /**< combines two adjacent partial results */
+  void *ctx;                /**< passed to body and combine */
+  /** Nonzero: the subranges and the combine tree depend only on the range and
+      grain, never on the worker count or the schedule, so floating-point
+      results are bit-for-bit reproducible on any pool. */
+  int deterministic;
+} pool_reducer_t;
+
+/**
+ * \brief Reduce [begin, end) into \p result (which receives the identity for
+ * an empty range).
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param begin the first item.
+ * \param end one past the last item.
+ * \param grain the smallest chunk, or 0 (automatic).
+ * \param r the reduction.
+ * \param result receives the result, r->size bytes.
+ * \return 0; EINVAL for begin > end, a NULL \p r, \p result, body, combine or
+ *         identity, or a zero size; ENOMEM; ESHUTDOWN as pool_parallel_for().
+ */
+POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
+                                  const pool_reducer_t *r, void *result);
 
 /** @} */
 
@@ -303,6 +547,9 @@ typedef struct pool_worker_stats {
 
 /**
  * \brief Read worker \p worker's counters into \p out.
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param worker the worker's index, below pool_threads().
+ * \param out receives the counters.
  * \return 0; EINVAL for a NULL \p out, no pool, or \p worker out of range;
  *         ESHUTDOWN from outside a pool being destroyed.
  */
@@ -310,387 +557,31 @@ POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_
 
 /** @} */
 
-/** \defgroup forkjoin Fork/join
- *  @{ */
-
-/**
- * A spawned task frame, owned by the caller (usually on its stack) from
- * pool_spawn() until pool_sync() returns. Spawning allocates nothing.
- */
-typedef struct pool_task {
-  void *wsp_private[8]; /**< the runtime's; never read or written by callers */
-} pool_task_t;
-
-/** Returned by pool_take() when the caller got the task back unstarted and
- *  must do its work itself. */
-#define POOL_TAKEN (-1)
-
-/**
- * \brief Spawn `fn(arg)` into \p task, to run possibly in parallel.
- *
- * From a worker the frame stays private to the worker (no lock, no
- * allocation, no fence) until a thief could use it, then goes on the
- * worker's deque; from another thread, on the pool's global queue.
- * Every successful spawn must be matched by one pool_sync() on the same
- * frame, from the same thread, before the frame's storage goes away.
- * \return 0; EINVAL for a NULL \p task or \p fn, or no pool; ESHUTDOWN for an
- *         outside spawn into a pool being destroyed. When the deque cannot
- *         grow, the task runs inline before pool_spawn() returns (0).
- */
-POOL_API int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg);
-
-/**
- * \brief Wait for a spawned task.
- *
- * If the task is still in the caller's deque it runs inline (the common,
- * LIFO case; any order is allowed). If it was stolen, the caller keeps
- * working while it waits: its own deque, the global queue, then stealing,
- * first from the thief that took it. A waiting worker runs other tasks on its own stack only while
- * more than a quarter of its stack (and at least 64 KiB) is left; past that
- * it waits without helping, so deep or wide trees cannot overflow it. When
- * it finds nothing to run for about 0.1 ms it sleeps until the task is done
- * or new work appears, so a long wait costs no CPU. Syncing in any order
- * costs about what LIFO costs.
- * From a thread outside the pool: blocks until a worker has run it (the
- * task runs in the pool, so what it spawns stays there too).
- * \return 0; EINVAL for a NULL \p task or a frame that was not spawned.
- */
-POOL_API int pool_sync(pool_task_t *task);
-
-/**
- * \brief Take a spawned task back to run it yourself, or wait for it.
- *
- * The fast alternative to pool_sync() for recursive code. If no thief has
- * started the task, it is taken back unrun and POOL_TAKEN is returned: the
- * frame is free again and the caller must now do the task's work itself,
- * typically by calling the function directly, which the compiler can inline
- * and which passes arguments and results in registers instead of through
- * `arg`. Otherwise it waits exactly like pool_sync() (helping, within the
- * same stack bound) and returns 0 once the task has run.
- * \code
- *   pool_spawn(NULL, &t, fib_task, &x);   // x = {n - 1}
- *   long y = fib(n - 2);
- *   if (pool_take(&t) == POOL_TAKEN) x.r = fib(n - 1);
- *   return x.r + y;
- * \endcode
- * From a thread outside the pool it always waits (a task on the global
- * queue cannot be taken back) and returns 0.
- * \return POOL_TAKEN; 0 when the task ran elsewhere; EINVAL for a NULL
- *         \p task or a frame that was not spawned.
- */
-POOL_API int pool_take(pool_task_t *task);
-
-/**
- * \brief Run `a(a_arg)` and `b(b_arg)`, possibly in parallel; return when
- * both have finished.
- *
- * From a worker of the pool, `a` runs on the caller and `b` is spawned. From
- * any other thread both run on the pool's workers while the caller blocks,
- * so it is also the way to run a computation "inside" a pool from main().
- * \return 0; EINVAL for a NULL function or no pool; ESHUTDOWN from outside a
- *         pool being destroyed (nothing ran).
- */
-POOL_API int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg);
-
-/** A task group: any number of children, wait for all. */
-typedef struct pool_group {
-  void *wsp_private[4]; /**< the runtime's; never read or written by callers */
-} pool_group_t;
-
-/** \brief Initialise a group on \p pool. \return 0; EINVAL for NULL \p g or no pool. */
-POOL_API int pool_group_init(pool_group_t *g, pool_t *pool);
-
-/**
- * \brief Spawn a child into the group. Child storage comes from per-worker
- * free lists, so the steady state does no malloc per spawn.
- * \return 0; EINVAL for NULL \p g or \p fn, or an uninitialised group;
- *         ENOMEM; ESHUTDOWN for an outside spawn into a pool being destroyed.
- */
-POOL_API int pool_group_spawn(pool_group_t *g, pool_fn fn, void *arg);
-
-/**
- * \brief Wait for every child spawned so far; helps like pool_sync().
- * The group may be reused afterwards.
- * \return 0; EINVAL for NULL \p g or an uninitialised group.
- */
-POOL_API int pool_group_wait(pool_group_t *g);
-
-/** @} */
-
-/** \defgroup parfor Parallel loops
- *  @{ */
-
-/** A loop body: handles the items [begin, end). */
-typedef void (*pool_range_fn)(size_t begin, size_t end, void *ctx);
-
-/**
- * \brief Call \p body on disjoint subranges covering [begin, end) exactly once.
- *
- * \p grain is the smallest chunk handed to \p body (0 = automatic). Returns
- * when all of it has run. Works from outside the pool and from inside tasks
- * (nested), on any pool. Ranges up to SIZE_MAX - 1 items.
- * \return 0 (also for begin == end, without calling \p body); EINVAL for
- *         begin > end, a NULL \p body, or no pool; ENOMEM; ESHUTDOWN from
- *         outside a pool being destroyed.
- */
-POOL_API int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain,
-                               pool_range_fn body, void *ctx);
-
-/** Accumulate the items [begin, end) into \p acc (which starts as the identity). */
-typedef void (*pool_reduce_body_fn)(size_t begin, size_t end, void *acc, void *ctx);
-/** Combine: `into = into (op) from`, where \p into holds the items before \p from's. */
-typedef void (*pool_combine_fn)(void *into, const void *from, void *ctx);
-
-/** A parallel reduction. The combine must be associative; it need not be
- *  commutative: partial results are always combined in index order. */
-typedef struct pool_reducer {
-  size_t size;              /**< bytes of one accumulator (> 0) */
-  const void *identity;     /**< accumulator every partial result starts from */
-  pool_reduce_body_fn body; /**< accumulates a subrange */
-  pool_combine_fn combine;  /**< combines two adjacent partial results */
-  void *ctx;                /**< passed to body and combine */
-  /** Nonzero: the subranges and the combine tree depend only on the range and
-      grain, never on the worker count or the schedule, so floating-point
-      results are bit-for-bit reproducible on any pool. */
-  int deterministic;
-} pool_reducer_t;
-
-/**
- * \brief Reduce [begin, end) into \p result (which receives the identity for
- * an empty range).
- * \return 0; EINVAL for begin > end, a NULL \p r, \p result, body, combine or
- *         identity, or a zero size; ENOMEM; ESHUTDOWN as pool_parallel_for().
- */
-POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
-                                  const pool_reducer_t *r, void *result);
-
-/** @} */
-
 /** \defgroup placement Placement
  *  @{ */
 
 /** \brief OS index of the PU worker \p worker is bound to, -1 when unbound
- *  or out of range. */
+ *  or out of range.
+ *  \param pool the pool, or NULL (\ref nullpool).
+ *  \param worker the worker's index. */
 POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
 
 /** @} */
 
-/** \cond WSPOOL_INLINE_ABI */
-/*
- * Inline fast paths of pool_spawn(), pool_sync() and pool_take().
- *
- * The common case of a spawn from a worker is a few stores into the frame
- * and into the worker's private frame stack; the matching sync or take finds
- * the frame on top of that stack. Inlined into the caller this costs a
- * fraction of a call into the library, so the header carries it; anything
- * else (publication to thieves, outside threads, stolen frames, misuse)
- * calls the library's own pool_spawn/pool_sync/pool_take, which also handle
- * the common case when these are not inlined (no optimisation, a compiler
- * without GNU C, or POOL_NO_INLINE defined).
- *
- * ABI, not API. The thread-local `pool__tls` holds, on the pool's worker
- * threads:
- *  top    the worker's next free private slot: top[-1] is its newest
- *         private frame, or a marker that is never a frame;
- *  pool   the worker's pool;
- *  tasks  frames this thread's pool_sync() ran on the inline path since
- *         the runtime last added them to the worker's `tasks` statistic
- *         (it does after each task it schedules). A plain counter in the
- *         thread's own block;
- *  limit  a spawn stays private while top < limit. The owner opens it
- *         (sets the end of the stack) when its public deque holds work;
- *         the owner or a thief closes it (0) when that deque is empty, so
- *         the next spawn goes to the library and publishes. On a cache
- *         line of its own: thieves read and write it.
- * On every other thread pool is NULL, limit 0 and top[-1] a marker, so
- * both fast paths fall through to the library without a NULL test. All of
- * it is in the thread's own block, not in the worker, because a
- * recursion's spawns and syncs read and write `top` one after another
- * (reached through a pointer, each of those steps would wait for a
- * store-to-load forwarding), and so that a spawn tests `limit` with one
- * load at a known offset from the same TLS address, not two dependent
- * ones. The runtime checks the layout against its own (runtime/internal.h)
- * and reaches a worker's `limit` from other threads through a pointer it
- * keeps only while that thread lives. The relaxed accesses are GNU
- * __atomic builtins because this header cannot include the runtime's
- * atomics header.
- * A private frame has only fn and arg set: nobody but its owner can reach
- * it, and the library fills in the rest (owner, state, ...) if it ever
- * publishes it or meets it out of order in a sync. Taking it back off the
- * stack writes nothing to it: the library tells a second sync or take from
- * a published frame by the state it sets only on published frames.
- * These layouts are compiled into callers: after a release, changing them
- * changes the library's soname (the unreleased 0.1 series has changed them
- * without one).
- */
-struct pool__frame { /* the layout of a pool_task_t */
-  void *exec;
-  pool_fn fn;
-  void *arg;
-  void *owner;
-  void *pool;
-  void *thief;
-  unsigned state;
-};
-/* 128 bytes between what the owner writes and what thieves write: adjacent-
- * line prefetchers pair 64-byte lines (runtime/atomics.h, WS_CACHELINE). */
-#if defined(__GNUC__)
-#define POOL__LINE_ALIGNED __attribute__((__aligned__(128)))
-#else
-#define POOL__LINE_ALIGNED
-#endif
-struct pool__tls {
-  void **top;
-  void *pool;
-  uint64_t tasks;
-  char wsp_pad[128 - 2 * sizeof(void *) - sizeof(uint64_t)];
-  uintptr_t limit;
-  char wsp_pad2[128 - sizeof(uintptr_t)];
-} POOL__LINE_ALIGNED;
-#define POOL__FRAME_IDLE 0u /* a frame's state when it is free */
-
-#if defined(__GNUC__) && defined(__ELF__)
-/* The library's full versions, under names of their own (aliases of
- * pool_spawn, pool_sync and pool_take) so the inline versions below can call
- * them. Cold: off the fast path, so the compiler keeps them out of the
- * caller's hot code. */
-POOL_API __attribute__((__cold__)) int pool__spawn_full(pool_t *pool, pool_task_t *task,
-                                                        pool_fn fn, void *arg);
-POOL_API __attribute__((__cold__)) int pool__sync_full(pool_task_t *task);
-POOL_API __attribute__((__cold__)) int pool__take_full(pool_task_t *task);
-#endif
-
-#if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(__ELF__) && !defined(WSPOOL_BUILDING) && \
-    !defined(POOL_NO_INLINE)
-extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
-
-#define POOL__INLINE extern __inline__ __attribute__((__gnu_inline__, __always_inline__))
-
-/* The way out of an inline path into the library, on x86-64.
- *
- * A plain call there clobbers the caller-saved registers, so the compiler
- * keeps whatever lives across a spawn (in fib, `n`) in a callee-saved
- * register, and gcc then saves those registers on entry, before the
- * caller's own base-case test: every leaf of a recursion pays a full
- * prologue and epilogue (fib(32) on one worker: 16.9 ms against 12.8 ms).
- * Instead the asm below calls a trampoline of the library
- * (runtime/tramp.c) that preserves every general register but rax, and
- * tells the compiler that only the vector, x87 and flag registers and
- * memory are clobbered; the compiler then keeps such values in
- * caller-saved registers and places the prologue past the base-case test.
- * The call goes through the GOT, not a PLT stub: lazy binding in a PLT
- * stub may clobber r11, and the compiler is told nothing is (with
- * -fipa-ra it even keeps values in r11 across the caller's own calls to
- * functions that reach the library only this way). The asm steps over
- * the 128-byte red zone first, which the caller may be using if it is
- * otherwise a leaf; the trampoline's unwind information
- * puts the caller's stack pointer back above it, so backtraces taken
- * inside the library stay right. Targets with registers this list does not
- * name (APX, AMX), and x32, use the plain call. */
-#if defined(__x86_64__) && !defined(__ILP32__) && !defined(__APX_F__) && !defined(__AMX_TILE__) && \
-    !defined(POOL_NO_TRAMPOLINE)
-#ifdef __AVX512F__
-#define POOL__CLOBBER_AVX512                                                                   \
-  , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", \
-      "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k0", "k1", "k2", "k3", "k4", "k5", \
-      "k6", "k7"
-#else
-#define POOL__CLOBBER_AVX512
-#endif
-#define POOL__CLOBBERS                                                                         \
-  "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
-      "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)",    \
-      "st(4)", "st(5)", "st(6)", "st(7)", "mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6",       \
-      "mm7" POOL__CLOBBER_AVX512
-/* The trampolines (runtime/tramp.S). Each asm names its trampoline in its
- * text and also takes it as an operand it does not use ("X": no code), so
- * that a link-time optimiser, which cannot read asm text, sees the
- * reference: with -flto and the static library it would otherwise drop
- * the library code only the trampolines call. */
-POOL_API void pool__spawn_tramp(void);
-POOL_API void pool__sync_tramp(void);
-POOL_API void pool__take_tramp(void);
-#define POOL__TRAMP(name) \
-  "lea -128(%%rsp), %%rsp\n\tcall *" #name "@GOTPCREL(%%rip)\n\tlea 128(%%rsp), %%rsp"
-#define POOL__SLOW_TASK(name, full, task)                                                   \
-  do {                                                                                     \
-    int pool__rc;                                                                          \
-    __asm__ __volatile__(POOL__TRAMP(name)                                                 \
-                         : "=a"(pool__rc)                                                  \
-                         : "D"(task), "X"(name)                                            \
-                         : POOL__CLOBBERS);                                                \
-    return pool__rc;                                                                       \
-  } while (0)
-#else
-#define POOL__SLOW_TASK(name, full, task) return full(task)
-#endif
-#ifdef __cplusplus
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wzero-as-null-pointer-constant"
-#pragma GCC diagnostic ignored "-Wcast-align"
-#endif
-
-POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
-  if (__builtin_expect(task && fn && (!pool || (void *)pool == pool__tls.pool), 1)) {
-    void **top = pool__tls.top;
-    if (__builtin_expect((uintptr_t)top < __atomic_load_n(&pool__tls.limit, __ATOMIC_RELAXED),
-                         1)) {
-      struct pool__frame *f = (struct pool__frame *)(void *)task;
-      f->fn = fn;
-      f->arg = arg;
-      *top = task;
-      pool__tls.top = top + 1;
-      return 0;
-    }
-  }
-#ifdef POOL__CLOBBERS
-  int rc;
-  __asm__ __volatile__(POOL__TRAMP(pool__spawn_tramp)
-                       : "=a"(rc)
-                       : "D"(pool), "S"(task), "d"(fn), "c"(arg), "X"(pool__spawn_tramp)
-                       : POOL__CLOBBERS);
-  return rc;
-#else
-  return pool__spawn_full(pool, task, fn, arg);
-#endif
-}
-
-/* Pops the frame if it is the caller's newest private one. Always inlined:
- * the library has no symbol of this name. */
-POOL__INLINE int pool__pop_private(pool_task_t *task) {
-  void **top = pool__tls.top;
-  if (__builtin_expect(!task || top[-1] != (void *)task, 0)) return 0;
-  /* Writes nothing to the frame: a second sync or take of it finds it
-   * neither on the stack nor published, hence EINVAL (runtime/forkjoin.c). */
-  pool__tls.top = top - 1;
-  return 1;
-}
-
-POOL__INLINE int pool_sync(pool_task_t *task) {
-  if (pool__pop_private(task)) {
-    struct pool__frame *f = (struct pool__frame *)(void *)task;
-    f->fn(f->arg);
-    pool__tls.tasks++; /* this thread's own: a plain increment */
-    return 0;
-  }
-  POOL__SLOW_TASK(pool__sync_tramp, pool__sync_full, task);
-}
-
-POOL__INLINE int pool_take(pool_task_t *task) {
-  if (pool__pop_private(task)) return POOL_TAKEN;
-  POOL__SLOW_TASK(pool__take_tramp, pool__take_full, task);
-}
-
-#ifdef __cplusplus
-#pragma GCC diagnostic pop
-#endif
-#endif
-/** \endcond */
+/** \defgroup version Version
+ *  @{ */
+#define WSPOOL_VERSION_MAJOR 0 /**< incompatible API changes */
+#define WSPOOL_VERSION_MINOR 1 /**< compatible additions */
+#define WSPOOL_VERSION_PATCH 0 /**< fixes */
+/** @} */
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The inline fast paths of pool_spawn(), pool_sync() and pool_take(), and
+ * the layouts they share with the library (ABI, not API). */
+#include "wspool/inline.h"
 
 /* Typed tasks: POOL_TASK() and friends. */
 #include "wspool_typed.h"

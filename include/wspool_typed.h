@@ -2,10 +2,15 @@
 /**
  * \file wspool_typed.h
  * \brief Typed fork/join tasks: spawn a function with typed arguments, sync
- * it for its typed result. Included by wspool.h; not meant to be included
- * on its own.
- *
- * \section typed Typed tasks
+ * it for its typed result (\ref typed). Included by wspool.h; not meant to
+ * be included on its own.
+ */
+#ifndef WSPOOL_TYPED_H
+#define WSPOOL_TYPED_H
+
+#include "wspool.h"
+
+/** \addtogroup typed
  * Declare a task once from a function; the macro generates a frame type and
  * the functions to spawn and sync it, all `static inline`:
  * \code
@@ -62,48 +67,54 @@
  * The identifiers NAME_frame, NAME_spawn, NAME_spawn_in, NAME_sync,
  * NAME_sync_rc and NAME__run are taken. docs/typed.md shows what the
  * macros expand to.
- */
-#ifndef WSPOOL_TYPED_H
-#define WSPOOL_TYPED_H
-
-#include "wspool.h"
-
-/** \defgroup typed Typed tasks
  *  @{ */
 
-/** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..6 (see the file's
- *  documentation above). */
+/** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..6 (see \ref typed). */
 #define POOL_TASK(RTYPE, NAME, ...)                                                             \
   POOL__CAT(POOL_TASK_, POOL__NARG(__VA_ARGS__))(RTYPE, NAME, __VA_ARGS__)
 /** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..6. */
 #define POOL_VOID_TASK(NAME, ...)                                                               \
   POOL__CAT(POOL_VOID_TASK_, POOL__NARG(__VA_ARGS__))(NAME, __VA_ARGS__)
 
-/** The per-arity forms POOL_TASK() and POOL_VOID_TASK() choose from; k = 0
- *  has only these. The lists are: the argument fields, the parameters of
- *  spawn, the stores of spawn, and the arguments of the call. */
+/* The per-arity forms POOL_TASK() and POOL_VOID_TASK() choose from; k = 0
+ * has only these. The lists are: the argument fields, the parameters of
+ * spawn, the stores of spawn, and the arguments of the call. */
+/** Declare a task of `RTYPE NAME(void)`. */
 #define POOL_TASK_0(RTYPE, NAME) POOL__TASK(RTYPE, NAME, (char wsp_none;), (), (), ())
+/** POOL_TASK() of one argument. */
 #define POOL_TASK_1(RTYPE, NAME, T1) POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY1(T1)))
+/** POOL_TASK() of two arguments. */
 #define POOL_TASK_2(RTYPE, NAME, T1, T2) \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY2(T1, T2)))
+/** POOL_TASK() of three arguments. */
 #define POOL_TASK_3(RTYPE, NAME, T1, T2, T3) \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY3(T1, T2, T3)))
+/** POOL_TASK() of four arguments. */
 #define POOL_TASK_4(RTYPE, NAME, T1, T2, T3, T4)                                                \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY4(T1, T2, T3, T4)))
+/** POOL_TASK() of five arguments. */
 #define POOL_TASK_5(RTYPE, NAME, T1, T2, T3, T4, T5)                                            \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY5(T1, T2, T3, T4, T5)))
+/** POOL_TASK() of six arguments. */
 #define POOL_TASK_6(RTYPE, NAME, T1, T2, T3, T4, T5, T6)                                        \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
 
+/** Declare a task of `void NAME(void)`. */
 #define POOL_VOID_TASK_0(NAME) POOL__VOID_TASK(NAME, (char wsp_none;), (), (), ())
+/** POOL_VOID_TASK() of one argument. */
 #define POOL_VOID_TASK_1(NAME, T1) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY1(T1)))
+/** POOL_VOID_TASK() of two arguments. */
 #define POOL_VOID_TASK_2(NAME, T1, T2) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY2(T1, T2)))
+/** POOL_VOID_TASK() of three arguments. */
 #define POOL_VOID_TASK_3(NAME, T1, T2, T3) \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY3(T1, T2, T3)))
+/** POOL_VOID_TASK() of four arguments. */
 #define POOL_VOID_TASK_4(NAME, T1, T2, T3, T4)                                                  \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY4(T1, T2, T3, T4)))
+/** POOL_VOID_TASK() of five arguments. */
 #define POOL_VOID_TASK_5(NAME, T1, T2, T3, T4, T5)                                              \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY5(T1, T2, T3, T4, T5)))
+/** POOL_VOID_TASK() of six arguments. */
 #define POOL_VOID_TASK_6(NAME, T1, T2, T3, T4, T5, T6)                                          \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
 /** @} */

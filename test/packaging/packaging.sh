@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Packaging: `meson install` puts the header, the shared and static
-# libraries (with a soversion) and the pkg-config file in place; a program
-# builds and runs against the installed package through pkg-config, shared
-# and static; and wspool works as a meson subproject.
+# Packaging: `meson install` puts the headers (wspool.h and the inline ABI
+# it includes, wspool/inline.h), the shared and static libraries (with a
+# soversion) and the pkg-config file in place; a program builds and runs
+# against the installed package through pkg-config, shared and static, C and
+# C++ with the inline fast paths on, reading only the installed headers;
+# and wspool works as a meson subproject.
 #   packaging.sh SOURCE_ROOT BUILD_ROOT SANITIZE CROSS LTO
 # With LTO true, the subproject user is built with -Db_lto=true against the
 # static library, so the library and the header's inline code are
@@ -25,6 +27,9 @@ root="$tmp/root$prefix"
 pc=$(find "$root" -name wspool.pc | head -n 1)
 [ -n "$pc" ] || { echo "no wspool.pc installed"; exit 1; }
 [ -f "$root/include/wspool.h" ] || { echo "no header installed"; exit 1; }
+for h in wspool.h wspool_typed.h wspool.hpp wspool/inline.h; do
+  cmp -s "$src/include/$h" "$root/include/$h" || { echo "include/$h not installed"; exit 1; }
+done
 cmp -s "$src/LICENSE" "$root/share/licenses/wspool/LICENSE" || { echo "LICENSE not installed"; exit 1; }
 libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libwspool.so.0 "$libdir"/libwspool.so.0.* "$libdir"/libwspool.a >/dev/null ||
@@ -41,6 +46,52 @@ LD_LIBRARY_PATH="$libdir" "$tmp/hello" 20
 # fail the pipeline through ldd's SIGPIPE.)
 linked=$(LD_LIBRARY_PATH="$libdir" ldd "$tmp/hello")
 grep -q "$libdir/libwspool.so.0" <<<"$linked" || { echo "not linked to the installed library"; exit 1; }
+
+# A program that includes only <wspool.h>, optimised so that the inline
+# fast paths (wspool/inline.h) are compiled into it, with the project's
+# warnings as errors; its dependency list must name the installed headers
+# and nothing of the source tree.
+# shellcheck disable=SC2086
+cc -std=gnu11 -O2 -Wall -Wextra -Wpedantic -Werror -MD -MF "$tmp/fib.d" -o "$tmp/fib" \
+  "$src/examples/fib.c" $cflags $libs
+grep -q "$root/include/wspool/inline.h" "$tmp/fib.d" ||
+  { echo "fib.c did not read the installed wspool/inline.h"; cat "$tmp/fib.d"; exit 1; }
+if grep -q "$src/include" "$tmp/fib.d"; then echo "fib.c read the source tree's headers"; exit 1; fi
+LD_LIBRARY_PATH="$libdir" "$tmp/fib" 22 2 >/dev/null
+# The same from C++, which reads the header's extern "C" blocks.
+if command -v c++ >/dev/null; then
+  cat >"$tmp/user.cpp" <<'CPP'
+// SPDX-License-Identifier: MIT
+#include <wspool.h>
+
+static long fib(int n);
+POOL_TASK(long, fib, int);
+static long fib(int n) {
+  if (n < 2) return n;
+  fib_frame f;
+  fib_spawn(&f, n - 1);
+  long y = fib(n - 2);
+  return fib_sync(&f) + y;
+}
+struct args { int n; long r; };
+static void run(void *p) {
+  args *a = static_cast<args *>(p);
+  a->r = fib(a->n);
+}
+int main() {
+  args a = {20, 0};
+  pool_task_t t;
+  if (pool_spawn(nullptr, &t, run, &a) != 0 || pool_sync(&t) != 0) return 1;
+  return a.r == 6765 ? 0 : 1;
+}
+CPP
+  # shellcheck disable=SC2086
+  c++ -std=c++17 -O2 -Wall -Wextra -Wpedantic -Werror -MD -MF "$tmp/user.d" -o "$tmp/user-cpp" \
+    "$tmp/user.cpp" $cflags $libs
+  grep -q "$root/include/wspool/inline.h" "$tmp/user.d" ||
+    { echo "user.cpp did not read the installed wspool/inline.h"; exit 1; }
+  LD_LIBRARY_PATH="$libdir" "$tmp/user-cpp"
+fi
 
 # Static libwspool; its private requirements (hwloc, ...) linked as shared
 # libraries, as Debian ships some of theirs (libudev) only shared.
@@ -74,4 +125,4 @@ meson setup "$tmp/user/build" "$tmp/user" --wrap-mode=forcefallback "${sub_opts[
 ninja -C "$tmp/user/build" >>"$tmp/sub.log" 2>&1 || { cat "$tmp/sub.log"; exit 1; }
 "$tmp/user/build/hello" 20
 "$tmp/user/build/fib" 22 >/dev/null
-echo "packaging: install, pkg-config (shared, static) and subproject all work"
+echo "packaging: install, pkg-config (shared, static; C and C++ users) and subproject all work"

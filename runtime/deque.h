@@ -80,7 +80,7 @@ static inline int64_t ws_deque_size_hint(const ws_deque *d) {
  * Bottom is read seq_cst so that, if the owner's pop (store bottom, fence,
  * read top) missed this thief's CAS, this read sees the owner's bottom
  * (the fence precedes the CAS in S); one of the two then sees it empty
- * (forkjoin.c, above ws_priv_init). Top is our own CAS or later. */
+ * (split.c, above ws_priv_init). Top is our own CAS or later. */
 static inline bool ws_deque_empty_after_steal(const ws_deque *d) {
   int64_t b = ws_i64_load(&d->bottom, ws_seq_cst);
   return b <= ws_i64_load(&d->top, ws_relaxed);

@@ -6,7 +6,7 @@
  * allocated) and, in the common case, one store into the worker's private
  * frame stack; the matching sync finds it on top and calls the function
  * inline, or pool_take hands it back to the caller: no fence, no atomic RMW.
- * That common case is also in wspool.h, inline, for callers compiled with
+ * That common case is also in wspool/inline.h, inline, for callers compiled with
  * optimisation; the functions here do everything. Frames are published to
  * the Chase-Lev deque lazily (below). A published frame is synced through
  * the deque's pop; if it was stolen, the syncer helps: it steals from the
@@ -87,7 +87,7 @@ int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   if (__builtin_expect(w && task && fn && (!pool || pool == w->pool) &&
                            (uintptr_t)ws_top() < ws_abi_load(&pool__tls.limit, ws_relaxed),
                        1)) {
-    /* The common case, as in wspool.h: a private frame. Only the owner
+    /* The common case, as in wspool/inline.h: a private frame. Only the owner
      * reads it unless it is published later (frame_make_public sets the
      * rest). */
     ws_frame *f = (ws_frame *)task;
@@ -101,7 +101,7 @@ int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   return spawn_slow(pool, task, fn, arg);
 }
 
-/* The fast path of sync and take, as in wspool.h: the caller's newest
+/* The fast path of sync and take, as in wspool/inline.h: the caller's newest
  * private frame comes off the stack. */
 static inline bool pop_private(ws_worker *w, ws_frame *f) {
   ws_task **top = ws_top();
@@ -241,7 +241,7 @@ int pool_take(pool_task_t *task) {
   return sync_slow(f, w, true);
 }
 
-/* The names the header's inline versions call (wspool.h). */
+/* The names the header's inline versions call (wspool/inline.h). */
 int pool__spawn_full(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg)
     __attribute__((alias("pool_spawn")));
 int pool__sync_full(pool_task_t *task) __attribute__((alias("pool_sync")));

@@ -29,7 +29,7 @@ typedef struct ws_stats {
 } ws_stats;
 
 typedef struct ws_worker {
-  /* The `limit` of this worker's fast spawn path (forkjoin.c), which lives
+  /* The `limit` of this worker's fast spawn path (split.c), which lives
    * in its thread's pool__tls: other workers close it through this
    * pointer. It points at `limit_parked` until the thread has set it up
    * and again before the thread ends; every worker of the pool has stopped
@@ -38,7 +38,7 @@ typedef struct ws_worker {
   ws_ptr limitp; /* uintptr_t *, accessed with ws_abi_load/store */
   uintptr_t limit_parked;
   WS_ALIGNED ws_deque dq; /* its own cache lines */
-  /* Lazy publication of spawned frames (forkjoin.c): [priv_lo, ws_top())
+  /* Lazy publication of spawned frames (split.h): [priv_lo, ws_top())
    * are frames newer than everything in `dq`, not yet visible to thieves.
    * priv_base[-1] is a marker slot; priv_end is one past the last slot.
    * Owner only. */
@@ -110,7 +110,7 @@ extern __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 
 static inline ws_worker *ws_self(void) { return ws__self; }
 /* The thread's block of the header's inline ABI: `struct pool__tls`
- * (wspool.h, where each field is described), the one type the library and
+ * (wspool/inline.h, where each field is described), the one type the library and
  * every caller declare it with, so that link-time optimisation across the
  * two sees one object of one type. Every field but `limit` belongs to its
  * own thread and needs no atomics; `limit` is read and written with
@@ -142,7 +142,7 @@ static inline void ws_trace_task(ws_worker *w, ws_fnptr fn, uint64_t t0) {
 
 /* Runs a task on worker w, the calling thread's own. Frames the task's
  * pool_sync() ran on the fork/join fast path were counted in the
- * thread-local pool__tls.tasks (wspool.h); they join the worker's
+ * thread-local pool__tls.tasks (wspool/inline.h); they join the worker's
  * statistic here, with the task itself. */
 static inline void ws_run(ws_worker *w, ws_task *t) {
   t->exec(t, w);

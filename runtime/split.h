@@ -12,13 +12,13 @@
  * thread leaves its pool). */
 void ws_set_self(ws_worker *w);
 
-/* Move the oldest `n` private frames to the public deque (forkjoin.c). */
+/* Move the oldest `n` private frames to the public deque. */
 void ws_publish(ws_worker *w, size_t n);
 /* Points the private frame array at `block` (cap + 1 slots, the first the
  * marker), empty. */
 void ws_priv_init(ws_worker *w, ws_task **block, size_t cap);
 
-/* Closing the fast spawn path (forkjoin.c): the owner when its deque looks
+/* Closing the fast spawn path: the owner when its deque looks
  * empty, a thief that found it empty or took its last task. */
 static inline void ws_fast_close(void) {
   if (ws_abi_load(&pool__tls.limit, ws_relaxed) != 0) ws_abi_store(&pool__tls.limit, 0, ws_relaxed);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Trampolines for the calls out of the header's inline fast paths on
- * x86-64 (wspool.h, POOL__TRAMP): pool__spawn_tramp, pool__sync_tramp and
+ * x86-64 (wspool/inline.h, POOL__TRAMP): pool__spawn_tramp, pool__sync_tramp and
  * pool__take_tramp call pool__spawn_full, pool__sync_full and
  * pool__take_full with the caller's argument registers, and preserve every
  * general register but rax, which carries the result.
  *
- * The calling sequence, in the caller (POOL__TRAMP in wspool.h):
+ * The calling sequence, in the caller (POOL__TRAMP in wspool/inline.h):
  *     lea -128(%rsp), %rsp                     step over the red zone
  *     call *pool__X_tramp@GOTPCREL(%rip)       through the GOT, not a PLT
  *     lea 128(%rsp), %rsp                      stub, which may clobber r11

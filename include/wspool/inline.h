@@ -208,7 +208,7 @@ POOL__INLINE int pool__pop_private(pool_task_t *task) {
   void **top = pool__tls.top;
   if (__builtin_expect(!task || top[-1] != (void *)task, 0)) return 0;
   /* Writes nothing to the frame: a second sync or take of it finds it
-   * neither on the stack nor published, hence EINVAL (runtime/forkjoin.c). */
+   * neither on the stack nor published, hence EINVAL (runtime/forkjoin.c, sync_slow). */
   pool__tls.top = top - 1;
   return 1;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The x86-64 trampolines between the header's inline fork/join paths and
- * the library (wspool.h, runtime/tramp.c):
+ * the library (wspool/inline.h, runtime/tramp.S):
  *  1. each preserves every general register but rax, returns the library's
  *     result in eax, and leaves the caller's red zone alone;
  *  2. a backtrace taken inside a task that the library runs from a slow

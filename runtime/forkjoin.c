@@ -82,32 +82,12 @@ public:
   return 0;
 }
 
+/* The library's own spawn, sync and take, for callers that do not inline
+ * the header's: the same fast paths (wspool/inline.h), then the slow ones
+ * here. */
 int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
-  ws_worker *w = ws_self();
-  if (__builtin_expect(w && task && fn && (!pool || pool == w->pool) &&
-                           (uintptr_t)ws_top() < ws_abi_load(&pool__tls.limit, ws_relaxed),
-                       1)) {
-    /* The common case, as in wspool/inline.h: a private frame. Only the owner
-     * reads it unless it is published later (frame_make_public sets the
-     * rest). */
-    ws_frame *f = (ws_frame *)task;
-    f->fn = fn;
-    f->arg = arg;
-    ws_task **top = ws_top();
-    *top = &f->hdr;
-    ws_set_top(top + 1);
-    return 0;
-  }
+  if (__builtin_expect(pool__spawn_private(pool, task, fn, arg), 1)) return 0;
   return spawn_slow(pool, task, fn, arg);
-}
-
-/* The fast path of sync and take, as in wspool/inline.h: the caller's newest
- * private frame comes off the stack. */
-static inline bool pop_private(ws_worker *w, ws_frame *f) {
-  ws_task **top = ws_top();
-  if (!w || !f || top[-1] != &f->hdr) return false;
-  ws_set_top(top - 1);
-  return true;
 }
 
 /* Runs private frame g, taken off the stack by an out-of-order sync of an
@@ -220,25 +200,17 @@ done:
 }
 
 int pool_sync(pool_task_t *task) {
-  ws_worker *w = ws_self();
-  ws_frame *f = (ws_frame *)task;
   /* Tracing never leaves a frame private, so the fast path has no trace
    * to record. */
-  if (__builtin_expect(pop_private(w, f), 1)) {
-    f->fn(f->arg);
-    pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
-    return 0;
-  }
-  if (!f) return EINVAL;
-  return sync_slow(f, w, false);
+  if (__builtin_expect(pool__sync_private(task), 1)) return 0;
+  if (!task) return EINVAL;
+  return sync_slow((ws_frame *)task, ws_self(), false);
 }
 
 int pool_take(pool_task_t *task) {
-  ws_worker *w = ws_self();
-  ws_frame *f = (ws_frame *)task;
-  if (__builtin_expect(pop_private(w, f), 1)) return POOL_TAKEN;
-  if (!f) return EINVAL;
-  return sync_slow(f, w, true);
+  if (__builtin_expect(pool__pop_private(task), 1)) return POOL_TAKEN;
+  if (!task) return EINVAL;
+  return sync_slow((ws_frame *)task, ws_self(), true);
 }
 
 /* The names the header's inline versions call (wspool/inline.h). */

@@ -31,7 +31,7 @@ int ws_enter(struct pool *p);
 int ws_enter_any(struct pool *p);
 void ws_leave(struct pool *p);
 
-/* Placement (placement.c; docs/design.md "Placement").
+/* Placement (placement.c; docs/design.md 13).
  * plan: decide each worker's PU and NUMA node (before workers exist, so
  *       their memory can be allocated on their node); ENOTSUP when binding
  *       was asked, is impossible and bind_strict is set.

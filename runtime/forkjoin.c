@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fork/join: pool_spawn/pool_sync/pool_take on caller-owned frames,
- * pool_join, and task groups (docs/design.md, "Fork/join").
+ * pool_join, and task groups (docs/design.md 7 and 11).
  *
  * A spawn from a worker is a frame initialised in place (nothing is
  * allocated) and, in the common case, one store into the worker's private
@@ -49,7 +49,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     ws_ptr_store(&f->thief, NULL, ws_relaxed);
     /* Relaxed: the queue's lock publishes it. */
     ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
-    rc = ws_push_global(p, &f->hdr, true);
+    rc = ws_push_global(p, &f->hdr);
     if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
     ws_leave(p);
     return rc;
@@ -130,7 +130,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
    * hold far more than the caller's own frames (an out-of-order sync runs
    * the caller's later children with the ancestors' pending siblings still
    * below), so searching it first made every out-of-order sync below pay
-   * for all of them (docs/design.md 6.3). A private frame's memory never
+   * for all of them (docs/design.md 7.2). A private frame's memory never
    * holds its own published state: the library sets every state it gives
    * back to IDLE when the frame's sync returns. */
   uint32_t st = ws_u32_load(&f->state, ws_acquire);
@@ -358,7 +358,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
    * its run, which comes after this in happens-before. */
   int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
   if (WS_DEBUG && (had & GROUP_COUNT) == 0) ws_debug_busy_set(g, true);
-  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, true);
+  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr);
   if (rc == 0) {
     if (!inside) ws_leave(p);
     return 0;

@@ -58,10 +58,10 @@ static void publish_count(ws_gqueue *q) {
   if ((ws_i64_load(&q->size_hint, ws_relaxed) > 0) != now) ws_i64_store(&q->size_hint, now, ws_relaxed);
 }
 
-int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool refuse_closed) {
+int ws_gqueue_push_task(ws_gqueue *q, ws_task *task) {
   int rc = 0;
   pthread_mutex_lock(&q->lock);
-  if (refuse_closed && q->closed) {
+  if (q->closed) {
     rc = ESHUTDOWN;
   } else if ((rc = reserve(q, 1)) == 0) {
     q->ring[(q->head + q->count) % q->cap] = (ws_gitem){task, NULL, NULL};

@@ -38,9 +38,8 @@ int ws_gqueue_init(ws_gqueue *q);
 /* `owned`: false for a queue inherited across fork(), whose lock may be
  * held by a thread of the parent: only the ring is freed. */
 void ws_gqueue_destroy(ws_gqueue *q, bool owned);
-/* A runtime task: 0, ENOMEM, or ESHUTDOWN when the queue is closed and
- * `refuse_closed`. */
-int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool refuse_closed);
+/* A runtime task: 0, ENOMEM, or ESHUTDOWN when the queue is closed. */
+int ws_gqueue_push_task(ws_gqueue *q, ws_task *task);
 /* fn(args[i]) for i < n (fn(NULL) each when args is NULL), all or none:
  * 0, ENOMEM or ESHUTDOWN (when closed: these are always pool_submit's). */
 int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n);
@@ -49,12 +48,13 @@ int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n);
  * `share` takers drain it evenly), into out[]; returns how many, 0 when
  * empty. */
 size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t share);
-/* From now on pushes with refuse_closed fail with ESHUTDOWN. */
+/* From now on pushes fail with ESHUTDOWN. */
 void ws_gqueue_close(ws_gqueue *q);
 
 static inline bool ws_gqueue_maybe_nonempty(ws_gqueue *q) {
-  /* Relaxed: a miss is covered by the sleep protocol (a producer's seq_cst
-   * fence after the push pairs with the sleeper's fence before it looks). */
+  /* Relaxed: a miss is covered by the sleep protocol (the producer's
+   * notify after its push against the sleeper's registration and barrier
+   * before its last look: docs/design.md 5.2, 5.3). */
   return ws_i64_load(&q->size_hint, ws_relaxed) > 0;
 }
 

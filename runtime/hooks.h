@@ -23,11 +23,11 @@
 
 typedef struct ws_hooks {
   char name[WS_NAME_MAX]; /* the pool's name, at most 15 bytes */
-  ws_u32 gate;            /* WS_GATE_*: set once by pool_create() */
+  ws_u32 gate;            /* WS_HOOKS_*: set once by pool_create() */
   ws_u32 ready;           /* workers whose start hook has returned */
 } ws_hooks;
 
-enum { WS_GATE_CLOSED = 0, WS_GATE_OPEN = 1, WS_GATE_FAILED = 2 };
+enum { WS_HOOKS_CLOSED = 0, WS_HOOKS_OPEN = 1, WS_HOOKS_FAILED = 2 };
 
 struct pool;
 struct ws_worker;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The range partitioner: pool_parallel_for and pool_parallel_reduce
- * (docs/design.md, "The range partitioner"; seeds 003 and 000).
+ * (docs/design.md 12; seeds 003 and 000).
  *
  * A range is a task. Its items are cut into chunks of `cs` items (cs >= the
  * user's grain), numbered 0..nch-1 relative to the range. The owner takes
@@ -324,7 +324,7 @@ static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, s
     }
     if (r && inside && ws_push(w, &r->start) == 0) continue;
     if (r && !inside) {
-      int rc = ws_push_global(p, &r->start, true);
+      int rc = ws_push_global(p, &r->start);
       if (rc == 0) {
         started = true;
         continue;

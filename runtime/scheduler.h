@@ -118,8 +118,8 @@ static inline ws_worker *ws_self(void) { return ws__self; }
  * top: one past the calling worker's newest private frame. Thread-local
  * rather than in ws_worker because every spawn and sync of a recursion
  * reads and writes it in turn: through a pointer that chain of loads and
- * stores waits for a store-to-load forwarding per step (docs/design.md,
- * section 6). */
+ * stores waits for a store-to-load forwarding per step (docs/design.md
+ * 8.2). */
 extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
 static inline ws_task **ws_top(void) { return (ws_task **)pool__tls.top; }
 static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
@@ -127,9 +127,9 @@ static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
 
 /* Tells sleepers about work a worker just pushed on its deque. Every push
  * is announced, not only pushes onto an empty deque: the owner's idea of
- * whether its deque was empty comes from a relaxed read of top, so a push
- * it thinks lands on a non-empty deque may land on one a thief has just
- * emptied. The announcement costs a compiler fence and one load of a
+ * whether its deque was empty comes from its read of top before the push,
+ * so a push it thinks lands on a non-empty deque may land on one a thief
+ * has just emptied. The announcement costs a compiler fence and one load of a
  * rarely written line while nobody sleeps (sleep.h: the sleeper pays the
  * barrier). */
 static inline void ws_after_push(struct pool *p) { ws_sleep_notify(&p->sleep); }
@@ -188,7 +188,7 @@ void ws_worker_loop(ws_worker *w);
 ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg);
 
 /* Put a runtime task on the pool's global queue (outside threads). */
-int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed);
+int ws_push_global(struct pool *p, ws_task *t);
 
 /* pool_submit_n from a worker of the pool (w, the caller's): n tasks onto
  * its own deque, all or none. 0 or ENOMEM. */

@@ -171,7 +171,13 @@ void ws_wait_wake(ws_sleep *s) {
 }
 
 void ws_sleep_wake_one(ws_sleep *s) {
-  /* Called by ws_sleep_notify() after its fence saw a sleeper. */
+  /* Called by ws_sleep_notify() after its fence saw a sleeper. With the
+   * asymmetric barrier that fence is a compiler fence only; this one puts
+   * the producer's work before its CAS in S, so a thread whose clear of
+   * `waking` follows a CAS that read 1 (and then looks everywhere behind a
+   * seq_cst fence) sees the work (docs/design.md 5.4). Only a producer
+   * that saw a sleeper pays it. */
+  ws_fence(ws_seq_cst);
   uint32_t idle = 0;
   if (!ws_u32_cas(&s->waking, &idle, 1, ws_seq_cst)) return; /* a wake is in flight */
   /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
@@ -250,7 +256,7 @@ void ws_wait_commit(ws_sleep *s, uint32_t epoch) {
 }
 
 void ws_wait_notify(ws_sleep *s) {
-  /* No lost wake-up (docs/design.md, "Waiting workers sleep"): the
+  /* No lost wake-up (docs/design.md 5.6): the
    * completer's store, then this fence, then its load of `waiters`; the
    * waiter's registration, then its fence, then its look at the
    * condition. The two fences are ordered in the single total order S:

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Sleeping and waking (docs/design.md, "The sleep protocol").
+/* Sleeping and waking (docs/design.md 5).
  *
  * Workers: an eventcount in the manner of Rayon's jobs-event counter and
  * TBB's eventcount, plus Go's rule that a woken thread which finds work wakes
@@ -22,7 +22,7 @@
  * EXPEDITED) after registering. Whether that barrier lands in a producer
  * before its store of the work, between the store and its load of
  * `sleepers`, or after the load, one of the two sees the other's store
- * (docs/design.md, "The sleep protocol"). Without membarrier both sides use
+ * (docs/design.md 5.3). Without membarrier both sides use
  * a seq_cst fence, as the table shows. A
  * producer that sees a wake already in flight (waking == 1) skips its own:
  * the thread that consumes that wake clears `waking` and then looks

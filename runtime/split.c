@@ -45,7 +45,7 @@ void ws_set_self(ws_worker *w) {
      * acquire order the two). A thief that still reads the parked word has
      * taken nothing of this worker's, and whoever later empties the deque
      * (the owner's pop, a thief's take) closes through this pointer
-     * (docs/design.md 6.2). */
+     * (docs/design.md 6.5). */
     ws_ptr_store(&w->limitp, &pool__tls.limit, ws_release);
     return;
   }
@@ -174,7 +174,7 @@ void ws_publish(ws_worker *w, size_t n) {
     ws_frame_make_public(f, w);
     if (ws_deque_push(&w->dq, &f->hdr) != 0) {
       /* It stays private, where a frame carries no state: a published
-       * state left here would outlive its sync (6.1 of docs/design.md). */
+       * state left here would outlive its sync (docs/design.md 7.1). */
       ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
       break;
     }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The submit wrapper (scheduler.h; docs/design.md, "Submission"): pool_submit
+/* The submit wrapper (scheduler.h; docs/design.md 9): pool_submit
  * tasks as schedulable nodes, their completion accounting, and the pushes
  * of submissions onto a worker's deque or the global queue. */
 #include <errno.h>
@@ -36,7 +36,7 @@ ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg) {
   return &st->hdr;
 }
 
-/* Completion accounting (docs/design.md, "Submission"). A pool_submit task
+/* Completion accounting (docs/design.md 9). A pool_submit task
  * is counted submitted exactly once, before anyone can run it: in the
  * global queue's fns_pushed (under its lock) or in its worker's `submitted`
  * (owner only); and finished once, after it ran, in the `finished` of the
@@ -149,8 +149,8 @@ int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n) {
   return rc;
 }
 
-int ws_push_global(struct pool *p, ws_task *t, bool refuse_closed) {
-  int rc = ws_gqueue_push_task(&p->gq, t, refuse_closed);
+int ws_push_global(struct pool *p, ws_task *t) {
+  int rc = ws_gqueue_push_task(&p->gq, t);
   if (rc == 0) ws_sleep_notify(&p->sleep);
   return rc;
 }

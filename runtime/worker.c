@@ -191,7 +191,7 @@ static inline bool wait_done(const wait_cond *c) {
   return (ws_i64_load(c->count, ws_acquire) & c->mask) == 0;
 }
 
-/* Helps until the condition holds (docs/design.md, "Waiting workers
+/* Helps until the condition holds (docs/design.md 5.6, "Waiting workers
  * sleep"): runs what help_find gives it; after WAIT_SPIN_ROUNDS looks that
  * found nothing (the first WAIT_RELAX_ROUNDS with a pause between them,
  * the rest with a yield) it sleeps on the pool's waiter word until the

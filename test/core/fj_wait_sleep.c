@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Waiting workers sleep (docs/design.md, "Waiting workers sleep"):
+/* Waiting workers sleep (docs/design.md 5.6):
  *   - CPU: a worker that waits for a stolen task which blocks (a sleep
  *     standing in for I/O) uses almost no CPU: pool_sync and pool_take of
  *     a frame (1 s sleeper), pool_group_wait and a nested parallel_for's

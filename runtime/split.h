@@ -53,8 +53,8 @@ static inline int ws_push_n(ws_worker *w, ws_task *const *tasks, size_t n) {
   return rc;
 }
 
-/* Frames: caller-owned pool_task_t memory, the split deque's entries. */
-/* A frame's state. A private frame (on its owner's private stack) has no
+/* Frames: caller-owned pool_task_t memory, what the private stack holds.
+ * A frame's state. A private frame (on its owner's private stack) has no
  * state: the inline spawn sets only fn and arg, and taking it back off the
  * stack (sync or take, inline or here) writes nothing either, so a frame
  * there keeps whatever its memory held before the spawn. Every frame the

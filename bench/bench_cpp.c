@@ -21,8 +21,8 @@
  * the medians; 1.00 is "costs nothing". No target: a ratio within the
  * noise of this machine is the expected outcome. At 1 step per item the
  * two loop bodies compile to the same instructions and their times follow
- * where the loop lands in the code: up to 20% either way here, evened out
- * by -falign-loops=64.
+ * where the loop lands in the code; building with -falign-loops=64 evens
+ * that out.
  * WSPOOL_BENCH_FIB_N (default 30), WSPOOL_BENCH_CPP_N (items, default
  * 4 * 10^6), WSPOOL_BENCH_RUNS, WSPOOL_BENCH_BUDGET as everywhere. */
 #include <stdio.h>
@@ -31,79 +31,26 @@
 #include <wspool.h>
 
 #include "bench_cpp.h"
+#include "bench_fib.h"
 #include "bench_parfor.h"
 #include "benchutil.h"
 
-static int fib_n;
-static long fib_expected;
 static size_t n_items;
 static uint32_t iters;
 static uint64_t *out, *ref;
 static pool_t *cpools[2];
 
-__attribute__((noinline)) static long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-
-typedef struct {
-  int n;
-  long r;
-} fib_arg;
-
-static long pfib(int n);
-static void pfib_task(void *p) {
-  fib_arg *a = p;
-  a->r = pfib(a->n);
-}
-static long pfib(int n) {
-  if (n < 2) return n;
-  fib_arg x;
-  x.n = n - 1;
-  pool_task_t t;
-  pool_spawn(NULL, &t, pfib_task, &x);
-  long y = pfib(n - 2);
-  if (pool_take(&t) == POOL_TAKEN) x.r = pfib(n - 1);
-  return x.r + y;
-}
-
-static void check_fib(const char *who, long r) {
-  if (r != fib_expected) bench_fail("%s: fib(%d) = %ld, expected %ld", who, fib_n, r, fib_expected);
-}
-
-static double run_fib_seq(bench_variant *v) {
-  double t0 = bench_now();
-  long r = fib(fib_n);
-  double t = bench_now() - t0;
-  check_fib(v->name, r);
-  return t;
-}
-
-static double run_fib_c(bench_variant *v) {
-  pool_t *p = v->ctx;
-  fib_arg root = {fib_n, -1};
-  double t0 = bench_now();
-  int rc = pool_submit(p, pfib_task, &root);
-  if (rc == 0) rc = pool_wait_idle(p);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
-  check_fib(v->name, root.r);
-  return t;
-}
+static double run_fib_c(bench_variant *v) { return fib_run_root(v, pfib_task); }
 
 static double run_fib_cpp(bench_variant *v) {
   double t0 = bench_now();
   long r = bench_cpp_fib((int)v->param & 1, fib_n, (int)v->param >> 1);
   double t = bench_now() - t0;
-  check_fib(v->name, r);
+  fib_check(v->name, r);
   return t;
 }
 
-static void check_out(const char *who) {
-  for (size_t i = 0; i < n_items; i++)
-    if (out[i] != ref[i]) {
-      bench_fail("%s: item %zu has %llu, expected %llu", who, i, (unsigned long long)out[i],
-                 (unsigned long long)ref[i]);
-      return;
-    }
-}
+static void check_out(const char *who) { bench_check_items(who, NULL, out, ref, n_items); }
 
 static double run_loop_seq(bench_variant *v) {
   memset(out, 0, n_items * sizeof *out);
@@ -145,16 +92,50 @@ static void pair_line(bench_variant *v, int nv, const char *cpp, const char *c) 
          a->med / b->med);
 }
 
+static void fib_part(double budget) {
+  printf("\n-- fib(%d)\n", fib_n);
+  bench_variant f[] = {
+      BENCH_SEQ_ROW("sequential fib()", fib_run_seq),
+      BENCH_WSPOOL_ROW("C pool_take T1", 1, run_fib_c, cpools[0], 0),
+      BENCH_WSPOOL_ROW("C++ wspool::join T1", 1, run_fib_cpp, NULL, 0),
+      BENCH_WSPOOL_ROW("C++ join [&] T1", 1, run_fib_cpp, NULL, 2),
+      BENCH_WSPOOL_ROW("C pool_take T2", 2, run_fib_c, cpools[1], 0),
+      BENCH_WSPOOL_ROW("C++ wspool::join T2", 2, run_fib_cpp, NULL, 1),
+      BENCH_WSPOOL_ROW("C++ join [&] T2", 2, run_fib_cpp, NULL, 3),
+  };
+  int nf = BENCH_COUNT(f);
+  bench_measure(f, nf, bench_runs(), budget);
+  bench_table(f, nf);
+  printf("C++ / C (1.00 = no cost):\n");
+  pair_line(f, nf, "C++ wspool::join T1", "C pool_take T1");
+  pair_line(f, nf, "C++ wspool::join T2", "C pool_take T2");
+  pair_line(f, nf, "C++ join [&] T1", "C pool_take T1");
+  pair_line(f, nf, "C++ join [&] T2", "C pool_take T2");
+}
+
+/* One load of the parallel_for part: `steps` of bench_cost per item. */
+static void loop_part(const char *load, uint32_t steps, double budget) {
+  iters = steps;
+  for (size_t i = 0; i < n_items; i++) ref[i] = bench_cost(i, iters);
+  printf("\n-- parallel_for, %s\n", load);
+  bench_variant v[] = {
+      BENCH_SEQ_ROW("plain loop", run_loop_seq),
+      BENCH_WSPOOL_ROW("C pool_parallel_for T1", 1, run_loop_c, cpools[0], 0),
+      BENCH_WSPOOL_ROW("C++ parallel_for T1", 1, run_loop_cpp, NULL, 0),
+      BENCH_WSPOOL_ROW("C pool_parallel_for T2", 2, run_loop_c, cpools[1], 0),
+      BENCH_WSPOOL_ROW("C++ parallel_for T2", 2, run_loop_cpp, NULL, 1),
+  };
+  int nv = BENCH_COUNT(v);
+  bench_measure(v, nv, bench_runs(), budget);
+  bench_table(v, nv);
+  printf("C++ / C (1.00 = no cost):\n");
+  pair_line(v, nv, "C++ parallel_for T1", "C pool_parallel_for T1");
+  pair_line(v, nv, "C++ parallel_for T2", "C pool_parallel_for T2");
+}
+
 int main(void) {
-  fib_n = (int)bench_env_long("WSPOOL_BENCH_FIB_N", 30, 2, 45);
+  fib_setup((int)bench_env_long("WSPOOL_BENCH_FIB_N", 30, 2, 45));
   n_items = (size_t)bench_env_long("WSPOOL_BENCH_CPP_N", 4000000, 1, 1L << 30);
-  long a = 0, b = 1;
-  for (int i = 0; i < fib_n; i++) {
-    long c = a + b;
-    a = b;
-    b = c;
-  }
-  fib_expected = a;
   char what[200];
   snprintf(what, sizeof what,
            "the C++ layer against the C calls: fib(%d) (no cutoff) and parallel_for over %zu items",
@@ -173,60 +154,9 @@ int main(void) {
     return 1;
   }
   double budget = bench_budget() / 3;
-
-  printf("\n-- fib(%d)\n", fib_n);
-  bench_variant f[] = {
-      {.name = "sequential fib()", .threads = 1, .kind = BENCH_SEQ, .available = 1,
-       .run = run_fib_seq},
-      {.name = "C pool_take T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_fib_c, .ctx = cpools[0]},
-      {.name = "C++ wspool::join T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_fib_cpp, .param = 0},
-      {.name = "C++ join [&] T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_fib_cpp, .param = 2},
-      {.name = "C pool_take T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_fib_c, .ctx = cpools[1]},
-      {.name = "C++ wspool::join T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_fib_cpp, .param = 1},
-      {.name = "C++ join [&] T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_fib_cpp, .param = 3},
-  };
-  int nf = (int)(sizeof f / sizeof f[0]);
-  bench_measure(f, nf, bench_runs(), budget);
-  bench_table(f, nf);
-  printf("C++ / C (1.00 = no cost):\n");
-  pair_line(f, nf, "C++ wspool::join T1", "C pool_take T1");
-  pair_line(f, nf, "C++ wspool::join T2", "C pool_take T2");
-  pair_line(f, nf, "C++ join [&] T1", "C pool_take T1");
-  pair_line(f, nf, "C++ join [&] T2", "C pool_take T2");
-
-  const struct {
-    const char *name;
-    uint32_t iters;
-  } loads[2] = {{"light (1 step per item)", 1}, {"uniform (40 steps per item)", 40}};
-  for (int l = 0; l < 2; l++) {
-    iters = loads[l].iters;
-    for (size_t i = 0; i < n_items; i++) ref[i] = bench_cost(i, iters);
-    printf("\n-- parallel_for, %s\n", loads[l].name);
-    bench_variant v[] = {
-        {.name = "plain loop", .threads = 1, .kind = BENCH_SEQ, .available = 1,
-         .run = run_loop_seq},
-        {.name = "C pool_parallel_for T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-         .run = run_loop_c, .ctx = cpools[0]},
-        {.name = "C++ parallel_for T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-         .run = run_loop_cpp, .param = 0},
-        {.name = "C pool_parallel_for T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-         .run = run_loop_c, .ctx = cpools[1]},
-        {.name = "C++ parallel_for T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-         .run = run_loop_cpp, .param = 1},
-    };
-    int nv = (int)(sizeof v / sizeof v[0]);
-    bench_measure(v, nv, bench_runs(), budget);
-    bench_table(v, nv);
-    printf("C++ / C (1.00 = no cost):\n");
-    pair_line(v, nv, "C++ parallel_for T1", "C pool_parallel_for T1");
-    pair_line(v, nv, "C++ parallel_for T2", "C pool_parallel_for T2");
-  }
+  fib_part(budget);
+  loop_part("light (1 step per item)", 1, budget);
+  loop_part("uniform (40 steps per item)", 40, budget);
 
   bench_cpp_free();
   for (int i = 0; i < 2; i++) pool_destroy(cpools[i]);

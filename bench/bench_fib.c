@@ -23,20 +23,14 @@
 #include <stdlib.h>
 #include <wspool.h>
 
+#include "bench_fib.h"
 #include "benchutil.h"
 #include "peers.h"
 
-static int fib_n;
-static long fib_expected;
-
-__attribute__((noinline)) static long fib(int n) {
-  if (n < 2) return n;
-  return fib(n - 1) + fib(n - 2);
-}
-
-/* The same source with both recursive calls kept: GCC's tail-recursion pass
- * turns fib() above into a loop around one call (an accumulator), which
- * halves its calls. Informational row only; the targets use fib(). */
+/* The same source as fib() with both recursive calls kept: GCC's
+ * tail-recursion pass turns fib() into a loop around one call (an
+ * accumulator), which halves its calls. Informational row only; the
+ * targets use fib(). */
 #if defined(__clang__)
 #define FIB_KEEP_CALLS __attribute__((noinline, disable_tail_calls))
 #else
@@ -45,52 +39,6 @@ __attribute__((noinline)) static long fib(int n) {
 FIB_KEEP_CALLS static long fib_calls(int n) {
   if (n < 2) return n;
   return fib_calls(n - 1) + fib_calls(n - 2);
-}
-
-/* ---- wspool ---- */
-
-/* n in, r out: whoever runs the task writes r, so, as with the peers'
- * `long x;`, nothing initialises it. */
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
-
-static void fib_task(void *p) {
-  fib_arg *a = p;
-  if (a->n < 2) {
-    a->r = a->n;
-    return;
-  }
-  fib_arg x, y;
-  x.n = a->n - 1;
-  y.n = a->n - 2;
-  pool_task_t t;
-  pool_spawn(NULL, &t, fib_task, &x);
-  fib_task(&y);
-  pool_sync(&t);
-  a->r = x.r + y.r;
-}
-
-/* The same tree through pool_take(): the caller takes the unstarted task
- * back and calls pfib() directly, so arguments and results stay in
- * registers; only a stolen task goes through its frame. */
-static long pfib(int n);
-
-static void pfib_task(void *p) {
-  fib_arg *a = p;
-  a->r = pfib(a->n);
-}
-
-static long pfib(int n) {
-  if (n < 2) return n;
-  fib_arg x;
-  x.n = n - 1;
-  pool_task_t t;
-  pool_spawn(NULL, &t, pfib_task, &x);
-  long y = pfib(n - 2);
-  if (pool_take(&t) == POOL_TAKEN) x.r = pfib(n - 1);
-  return x.r + y;
 }
 
 /* The same tree as a typed task: fib_spawn stores n in the frame; tfib_sync
@@ -114,41 +62,10 @@ static void tfib_root(void *p) {
 
 static pool_t *pools[3];
 
-static void check(const char *who, long r) {
-  if (r != fib_expected) bench_fail("%s: fib(%d) = %ld, expected %ld", who, fib_n, r, fib_expected);
-}
-
-static double run_seq(bench_variant *v) {
-  double t0 = bench_now();
-  long r = fib(fib_n);
-  double t = bench_now() - t0;
-  check(v->name, r);
-  return t;
-}
-
-static double run_seq_calls(bench_variant *v) {
-  double t0 = bench_now();
-  long r = fib_calls(fib_n);
-  double t = bench_now() - t0;
-  check(v->name, r);
-  return t;
-}
-
-static double run_root(bench_variant *v, pool_fn root_task) {
-  pool_t *p = v->ctx;
-  fib_arg root = {fib_n, -1};
-  double t0 = bench_now();
-  int rc = pool_submit(p, root_task, &root);
-  if (rc == 0) rc = pool_wait_idle(p);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
-  check(v->name, root.r);
-  return t;
-}
-
-static double run_wspool(bench_variant *v) { return run_root(v, fib_task); }
-static double run_take(bench_variant *v) { return run_root(v, pfib_task); }
-static double run_typed(bench_variant *v) { return run_root(v, tfib_root); }
+static double run_seq_calls(bench_variant *v) { return fib_run_seq_of(v, fib_calls); }
+static double run_wspool(bench_variant *v) { return fib_run_root(v, fib_task); }
+static double run_take(bench_variant *v) { return fib_run_root(v, pfib_task); }
+static double run_typed(bench_variant *v) { return fib_run_root(v, tfib_root); }
 
 #ifdef BENCH_HAVE_OPENMP
 static long fib_omp(int n) {
@@ -168,7 +85,7 @@ static double run_omp(bench_variant *v) {
 #pragma omp single
   r = fib_omp(fib_n);
   double t = bench_now() - t0;
-  check(v->name, r);
+  fib_check(v->name, r);
   return t;
 }
 #else
@@ -179,111 +96,74 @@ static double run_omp(bench_variant *v) {
 static double run_tbb(bench_variant *v) {
   long r = -1;
   double t = bench_tbb_fib(fib_n, v->threads, &r);
-  check(v->name, r);
+  fib_check(v->name, r);
   return t;
 }
 #else
 #define run_tbb NULL
 #endif
 
-int main(void) {
-  fib_n = (int)bench_env_long("WSPOOL_BENCH_FIB_N", 32, 2, 45);
-  long a = 0, b = 1;
-  for (int i = 0; i < fib_n; i++) {
-    long c = a + b;
-    a = b;
-    b = c;
-  }
-  fib_expected = a;
+/* The rows the ratios and targets read (NULL: a peer not built). */
+typedef struct fib_rows {
+  bench_variant *ts, *tc;       /* sequential fib(), both calls kept */
+  bench_variant *s1, *s2, *s16; /* spawn/sync */
+  bench_variant *t1, *t2, *t16; /* spawn/take */
+  bench_variant *y1, *y2, *y16; /* typed */
+  bench_variant *o1, *o2, *b1, *b2;
+} fib_rows;
 
-  char what[160];
-  /* a = fib(n), b = fib(n+1); the tree has fib(n+1) - 1 internal nodes. */
-  snprintf(what, sizeof what, "fib(%d) = %ld, one task per spawn, no cutoff (%.2fM spawns)",
-           fib_n, fib_expected, (double)(b - 1) / 1e6);
-  bench_header("bench_fib", what);
+static fib_rows find_rows(bench_variant *v, int nv) {
+  fib_rows r;
+  r.ts = bench_find(v, nv, "sequential fib()");
+  r.tc = bench_find(v, nv, "sequential, both calls kept");
+  r.s1 = bench_find(v, nv, "wspool T1");
+  r.s2 = bench_find(v, nv, "wspool T2");
+  r.s16 = bench_find(v, nv, "wspool T16 (on 2 cores)");
+  r.t1 = bench_find(v, nv, "wspool take T1");
+  r.t2 = bench_find(v, nv, "wspool take T2");
+  r.t16 = bench_find(v, nv, "wspool take T16 (on 2 cores)");
+  r.y1 = bench_find(v, nv, "wspool typed T1");
+  r.y2 = bench_find(v, nv, "wspool typed T2");
+  r.y16 = bench_find(v, nv, "wspool typed T16 (on 2 cores)");
+  r.o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
+  r.o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
+  r.b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
+  r.b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
+  return r;
+}
 
-  const unsigned nthr[3] = {1, 2, 16};
-  for (int i = 0; i < 3; i++) pools[i] = bench_pool((int)nthr[i], BENCH_DEFAULT);
-
-  /* Round order: the rows the targets compare come first and next to each
-   * other (Ts, take T1, T2, T16, oneTBB), so their paired ratios compare
-   * runs made moments apart (bench_paired_ratio). */
-  bench_variant v[] = {
-      {.name = "sequential fib()", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},
-      {.name = "wspool take T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_take, .ctx = pools[0]},
-      {.name = "wspool take T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_take, .ctx = pools[1]},
-      {.name = "wspool take T16 (on 2 cores)", .threads = 16, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_take, .ctx = pools[2]},
-      {.name = "wspool typed T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_typed, .ctx = pools[0]},
-      {.name = "wspool typed T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_typed, .ctx = pools[1]},
-      {.name = "wspool typed T16 (on 2 cores)", .threads = 16, .kind = BENCH_WSPOOL,
-       .available = 1, .run = run_typed, .ctx = pools[2]},
-      {.name = "oneTBB task_group 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
-      {.name = "oneTBB task_group 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
-      {.name = "sequential, both calls kept", .threads = 1, .kind = BENCH_SEQ, .available = 1,
-       .run = run_seq_calls},
-      {.name = "wspool T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1, .run = run_wspool,
-       .ctx = pools[0]},
-      {.name = "wspool T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1, .run = run_wspool,
-       .ctx = pools[1]},
-      {.name = "wspool T16 (on 2 cores)", .threads = 16, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[2]},
-      {.name = "OpenMP tasks 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-      {.name = "OpenMP tasks 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-  };
-  int nv = (int)(sizeof v / sizeof v[0]);
-  bench_measure(v, nv, bench_runs(), bench_budget());
-  bench_table(v, nv);
-
-  bench_variant *ts = bench_find(v, nv, "sequential fib()");
-  bench_variant *tc = bench_find(v, nv, "sequential, both calls kept");
-  bench_variant *s1 = bench_find(v, nv, "wspool T1");
-  bench_variant *s2 = bench_find(v, nv, "wspool T2");
-  bench_variant *s16 = bench_find(v, nv, "wspool T16 (on 2 cores)");
-  bench_variant *t1 = bench_find(v, nv, "wspool take T1");
-  bench_variant *t2 = bench_find(v, nv, "wspool take T2");
-  bench_variant *t16 = bench_find(v, nv, "wspool take T16 (on 2 cores)");
-  bench_variant *y1 = bench_find(v, nv, "wspool typed T1");
-  bench_variant *y2 = bench_find(v, nv, "wspool typed T2");
-  bench_variant *y16 = bench_find(v, nv, "wspool typed T16 (on 2 cores)");
-  bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
-  bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
-  bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
-  bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
-
+static void print_medians(const fib_rows *r) {
+  const bench_variant *ts = r->ts, *tc = r->tc, *s1 = r->s1, *s2 = r->s2, *t1 = r->t1,
+                      *t2 = r->t2, *y1 = r->y1, *y2 = r->y2;
   printf("\nratios (medians):\n");
   printf("  spawn/sync  T1/Ts = %.2f   T1/T2 = %.2f   T16/T2 = %.2f   (T1 / both-calls Ts = %.2f)\n",
-         s1->med / ts->med, s1->med / s2->med, s16->med / s2->med, s1->med / tc->med);
+         s1->med / ts->med, s1->med / s2->med, r->s16->med / s2->med, s1->med / tc->med);
   printf("  spawn/take  T1/Ts = %.2f   T1/T2 = %.2f   T16/T2 = %.2f   (T1 / both-calls Ts = %.2f)\n",
-         t1->med / ts->med, t1->med / t2->med, t16->med / t2->med, t1->med / tc->med);
+         t1->med / ts->med, t1->med / t2->med, r->t16->med / t2->med, t1->med / tc->med);
   printf("  typed       T1/Ts = %.2f   T2/Ts = %.2f   T1/T2 = %.2f   T16/T2 = %.2f\n",
-         y1->med / ts->med, y2->med / ts->med, y1->med / y2->med, y16->med / y2->med);
-  if (o1 && o2)
+         y1->med / ts->med, y2->med / ts->med, y1->med / y2->med, r->y16->med / y2->med);
+  if (r->o1 && r->o2)
     printf("  OpenMP  T1/Ts = %.2f   T1/T2 = %.2f   OpenMP/wspool take: 1 thr %.2fx, 2 thr %.2fx\n",
-           o1->med / ts->med, o1->med / o2->med, o1->med / t1->med, o2->med / t2->med);
+           r->o1->med / ts->med, r->o1->med / r->o2->med, r->o1->med / t1->med,
+           r->o2->med / t2->med);
   else
     printf("  OpenMP  unavailable (built without OpenMP)\n");
-  if (b1 && b2)
+  if (r->b1 && r->b2)
     printf("  oneTBB  T1/Ts = %.2f   T1/T2 = %.2f   TBB/wspool: spawn/sync 1 thr %.2fx, 2 thr %.2fx;"
            " spawn/take 1 thr %.2fx, 2 thr %.2fx\n",
-           b1->med / ts->med, b1->med / b2->med, b1->med / s1->med, b2->med / s2->med,
-           b1->med / t1->med, b2->med / t2->med);
+           r->b1->med / ts->med, r->b1->med / r->b2->med, r->b1->med / s1->med,
+           r->b2->med / s2->med, r->b1->med / t1->med, r->b2->med / t2->med);
   else
     printf("  oneTBB  unavailable (built without oneTBB)\n");
+}
 
-  /* The targets are read on the fastest way to write this program with
-   * wspool (pool_take); the spawn/sync rows above show the other. Each is
-   * judged on the paired ratio (the median over rounds of the ratio of two
-   * runs made moments apart); the ratio of the medians is printed beside
-   * it. */
+/* The targets are read on the fastest way to write this program with
+ * wspool (pool_take); the spawn/sync rows show the other. Each is judged
+ * on the paired ratio (the median over rounds of the ratio of two runs
+ * made moments apart); the ratio of the medians is printed beside it. */
+static void print_targets(const fib_rows *r) {
+  const bench_variant *ts = r->ts, *t1 = r->t1, *t2 = r->t2, *t16 = r->t16, *y1 = r->y1,
+                      *y2 = r->y2, *s1 = r->s1, *b1 = r->b1, *b2 = r->b2;
   double p_t1s = bench_paired_ratio(t1, ts), p_t12 = bench_paired_ratio(t1, t2);
   double p_t162 = bench_paired_ratio(t16, t2);
   printf("\npaired ratios (median over rounds of the ratio within a round):\n");
@@ -315,6 +195,45 @@ int main(void) {
   } else {
     bench_target("wspool >= 20x faster than oneTBB task_group", -1, "oneTBB unavailable");
   }
+}
+
+int main(void) {
+  long next = fib_setup((int)bench_env_long("WSPOOL_BENCH_FIB_N", 32, 2, 45));
+  char what[160];
+  snprintf(what, sizeof what, "fib(%d) = %ld, one task per spawn, no cutoff (%.2fM spawns)",
+           fib_n, fib_expected, (double)(next - 1) / 1e6);
+  bench_header("bench_fib", what);
+
+  const unsigned nthr[3] = {1, 2, 16};
+  for (int i = 0; i < 3; i++) pools[i] = bench_pool((int)nthr[i], BENCH_DEFAULT);
+
+  /* Round order: the rows the targets compare come first and next to each
+   * other (Ts, take T1, T2, T16, oneTBB), so their paired ratios compare
+   * runs made moments apart (bench_paired_ratio). */
+  bench_variant v[] = {
+      BENCH_SEQ_ROW("sequential fib()", fib_run_seq),
+      BENCH_WSPOOL_ROW("wspool take T1", 1, run_take, pools[0], 0),
+      BENCH_WSPOOL_ROW("wspool take T2", 2, run_take, pools[1], 0),
+      BENCH_WSPOOL_ROW("wspool take T16 (on 2 cores)", 16, run_take, pools[2], 0),
+      BENCH_WSPOOL_ROW("wspool typed T1", 1, run_typed, pools[0], 0),
+      BENCH_WSPOOL_ROW("wspool typed T2", 2, run_typed, pools[1], 0),
+      BENCH_WSPOOL_ROW("wspool typed T16 (on 2 cores)", 16, run_typed, pools[2], 0),
+      BENCH_PEER_ROW("oneTBB task_group 2 thr", 2, HAVE_TBB, run_tbb, 0),
+      BENCH_PEER_ROW("oneTBB task_group 1 thr", 1, HAVE_TBB, run_tbb, 0),
+      BENCH_SEQ_ROW("sequential, both calls kept", run_seq_calls),
+      BENCH_WSPOOL_ROW("wspool T1", 1, run_wspool, pools[0], 0),
+      BENCH_WSPOOL_ROW("wspool T2", 2, run_wspool, pools[1], 0),
+      BENCH_WSPOOL_ROW("wspool T16 (on 2 cores)", 16, run_wspool, pools[2], 0),
+      BENCH_PEER_ROW("OpenMP tasks 1 thr", 1, HAVE_OMP, run_omp, 0),
+      BENCH_PEER_ROW("OpenMP tasks 2 thr", 2, HAVE_OMP, run_omp, 0),
+  };
+  int nv = BENCH_COUNT(v);
+  bench_measure(v, nv, bench_runs(), bench_budget());
+  bench_table(v, nv);
+
+  fib_rows r = find_rows(v, nv);
+  print_medians(&r);
+  print_targets(&r);
 
   for (int i = 0; i < 3; i++) pool_destroy(pools[i]);
   return bench_finish();

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_fib: one task_group per node, no cutoff.
-#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
-#include <memory>
-
+#include "bench_tbb.h"
 #include "benchutil.h"
 #include "peers.h"
 
@@ -18,21 +16,9 @@ static long fib_tbb(int n) {
   return x + y;
 }
 
-// Arenas live for the whole program, like the wspool pools: the warm-up run
-// pays for their start, the measured runs do not.
-static tbb::task_arena &arena_of(unsigned threads) {
-  static std::unique_ptr<tbb::task_arena> arenas[65];
-  if (threads > 64) threads = 64;
-  if (!arenas[threads]) arenas[threads].reset(new tbb::task_arena((int)threads));
-  return *arenas[threads];
-}
-
 extern "C" double bench_tbb_fib(int n, unsigned threads, long *result) {
-  tbb::task_arena &a = arena_of(threads);
   long r = -1;
-  double t0 = bench_now();
-  a.execute([&] { r = fib_tbb(n); });
-  double t = bench_now() - t0;
+  double t = bench_tbb_timed(threads, [&] { r = fib_tbb(n); });
   *result = r;
   return t;
 }

@@ -63,6 +63,18 @@ typedef struct nq_arg {
   signed char b[NQ_MAX];
 } nq_arg;
 
+/* Child *x of node *a: the next row, with a queen in column c. A macro,
+ * as the tasks had these lines written out: clang allocates registers
+ * differently around even an always-inlined function here. */
+#define NQ_CHILD(x, a, c)                     \
+  do {                                        \
+    (x)->n = (a)->n;                          \
+    (x)->row = (a)->row + 1;                  \
+    (x)->count = 0;                           \
+    memcpy((x)->b, (a)->b, (size_t)(a)->row); \
+    (x)->b[(a)->row] = (signed char)(c);      \
+  } while (0)
+
 static void nq_group_task(void *p) {
   nq_arg *a = p;
   if (a->row == a->n) {
@@ -76,11 +88,7 @@ static void nq_group_task(void *p) {
   for (int c = 0; c < a->n; c++) {
     if (!nq_ok(a->b, a->row, c)) continue;
     nq_arg *x = &kids[k++];
-    x->n = a->n;
-    x->row = a->row + 1;
-    x->count = 0;
-    memcpy(x->b, a->b, (size_t)a->row);
-    x->b[a->row] = (signed char)c;
+    NQ_CHILD(x, a, c);
     pool_group_spawn(&g, nq_group_task, x);
   }
   pool_group_wait(&g);
@@ -101,11 +109,7 @@ static void nq_spawn_task(void *p) {
   for (int c = 0; c < a->n; c++) {
     if (!nq_ok(a->b, a->row, c)) continue;
     nq_arg *x = &kids[k];
-    x->n = a->n;
-    x->row = a->row + 1;
-    x->count = 0;
-    memcpy(x->b, a->b, (size_t)a->row);
-    x->b[a->row] = (signed char)c;
+    NQ_CHILD(x, a, c);
     pool_spawn(NULL, &t[k], nq_spawn_task, x);
     k++;
   }
@@ -148,18 +152,14 @@ static void nq_typed_root(void *p) {
   a->count = nq_typed(a->n, 0, b);
 }
 
+/* param: 0 group, 1 spawn/sync, 2 typed. */
 static double run_wspool(bench_variant *v) {
-  pool_t *p = v->ctx;
   nq_arg root;
   memset(&root, 0, sizeof root);
   root.n = nq_n;
   root.count = -1;
-  double t0 = bench_now();
   pool_fn root_fn = v->param == 2 ? nq_typed_root : v->param ? nq_spawn_task : nq_group_task;
-  int rc = pool_submit(p, root_fn, &root);
-  if (rc == 0) rc = pool_wait_idle(p);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  double t = bench_run_root(v, root_fn, &root);
   check(v->name, root.count);
   return t;
 }
@@ -222,50 +222,24 @@ int main(void) {
   pool_t *pools[2];
   for (int i = 0; i < 2; i++) pools[i] = bench_pool(i + 1, BENCH_DEFAULT);
   bench_variant v[] = {
-      {.name = "sequential", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},
-      {.name = "wspool group T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[0], .param = 0},
-      {.name = "wspool group T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[1], .param = 0},
-      {.name = "wspool spawn/sync T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[0], .param = 1},
-      {.name = "wspool spawn/sync T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[1], .param = 1},
-      {.name = "wspool typed T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[0], .param = 2},
-      {.name = "wspool typed T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[1], .param = 2},
-      {.name = "OpenMP tasks 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-      {.name = "OpenMP tasks 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-      {.name = "oneTBB task_group 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
-      {.name = "oneTBB task_group 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
+      BENCH_SEQ_ROW("sequential", run_seq),
+      BENCH_WSPOOL_PAIR("wspool group", run_wspool, pools, 0),
+      BENCH_WSPOOL_PAIR("wspool spawn/sync", run_wspool, pools, 1),
+      BENCH_WSPOOL_PAIR("wspool typed", run_wspool, pools, 2),
+      BENCH_TASK_PEER_ROWS(run_omp, run_tbb),
   };
-  int nv = (int)(sizeof v / sizeof v[0]);
+  int nv = BENCH_COUNT(v);
   bench_measure(v, nv, bench_runs(), bench_budget());
   bench_table(v, nv);
   printf("(T/Twspool compares with the wspool group row of the same thread count)\n");
 
   bench_variant *ts = bench_find(v, nv, "sequential");
-  bench_variant *g1 = bench_find(v, nv, "wspool group T1");
-  bench_variant *g2 = bench_find(v, nv, "wspool group T2");
-  bench_variant *s1 = bench_find(v, nv, "wspool spawn/sync T1");
-  bench_variant *s2 = bench_find(v, nv, "wspool spawn/sync T2");
-  bench_variant *y1 = bench_find(v, nv, "wspool typed T1");
   bench_variant *y2 = bench_find(v, nv, "wspool typed T2");
-  bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
-  bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
-  bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
-  bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
   printf("\nratios (medians):\n");
-  bench_ratio_line("wspool group", ts, g1, g2, "");
-  bench_ratio_line("wspool spawn/sync", ts, s1, s2, "");
-  bench_ratio_line("wspool typed", ts, y1, y2, "");
-  bench_ratio_line("OpenMP tasks", ts, o1, o2, "built without OpenMP");
-  bench_ratio_line("oneTBB task_group", ts, b1, b2, "built without oneTBB");
+  bench_ratio_pair(v, nv, ts, "wspool group");
+  bench_ratio_pair(v, nv, ts, "wspool spawn/sync");
+  bench_ratio_pair(v, nv, ts, "wspool typed");
+  bench_ratio_task_peers(v, nv, ts);
   double p_sp = 1.0 / bench_paired_ratio(y2, ts);
   printf("\npaired: typed T2 speedup over sequential %.2f\n\n", p_sp);
   bench_target("typed T2 speedup over sequential >= 1.9", p_sp >= 1.9,

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_nqueens: one task_group per node, g.run per placement.
-#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
 #include <cstring>
-#include <memory>
 
 #include "bench_nqueens.h"
+#include "bench_tbb.h"
 #include "benchutil.h"
 #include "peers.h"
 
@@ -29,20 +28,10 @@ static long nq_tbb(int n, int row, const signed char *b) {
   return count;
 }
 
-static tbb::task_arena &arena_of(unsigned threads) {
-  static std::unique_ptr<tbb::task_arena> arenas[65];
-  if (threads > 64) threads = 64;
-  if (!arenas[threads]) arenas[threads].reset(new tbb::task_arena((int)threads));
-  return *arenas[threads];
-}
-
 extern "C" double bench_tbb_nqueens(int n, unsigned threads, long *result) {
-  tbb::task_arena &a = arena_of(threads);
   signed char b[NQ_MAX] = {0};
   long r = -1;
-  double t0 = bench_now();
-  a.execute([&] { r = nq_tbb(n, 0, b); });
-  double t = bench_now() - t0;
+  double t = bench_tbb_timed(threads, [&] { r = nq_tbb(n, 0, b); });
   *result = r;
   return t;
 }

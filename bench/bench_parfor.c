@@ -2,10 +2,10 @@
 /* bench_parfor: pool_parallel_for on four load shapes, beside OpenMP's
  * three schedules and oneTBB's parallel_for, 2 threads each.
  *
- * Item i costs work[i] steps of bench_cost() (bench_parfor.h, ~2 ns a
- * step); its result goes to out[i] and every run is checked against the
- * plain loop's output. WSPOOL_BENCH_PARFOR_N items (default 10^6) and
- * WSPOOL_BENCH_PARFOR_WORK steps in all (default 10^8, ~0.2 s sequential):
+ * Item i costs work[i] steps of bench_cost() (bench_parfor.h); its result
+ * goes to out[i] and every run is checked against the plain loop's output.
+ * WSPOOL_BENCH_PARFOR_N items (default 10^6) and WSPOOL_BENCH_PARFOR_WORK
+ * steps in all (default 10^8):
  *
  *   uniform      every item costs the same
  *   triangular   cost of item i proportional to i
@@ -38,14 +38,7 @@ static const char *load_name;
 
 static void prepare(void) { memset(out, 0, n_items * sizeof(uint64_t)); }
 
-static void check(const char *who) {
-  for (size_t i = 0; i < n_items; i++)
-    if (out[i] != ref[i]) {
-      bench_fail("%s (%s): item %zu has %llu, expected %llu", who, load_name, i,
-                 (unsigned long long)out[i], (unsigned long long)ref[i]);
-      return;
-    }
-}
+static void check(const char *who) { bench_check_items(who, load_name, out, ref, n_items); }
 
 static void plain_loop(uint64_t *o) {
   for (size_t i = 0; i < n_items; i++) o[i] = bench_cost(i, work[i]);
@@ -153,6 +146,59 @@ static void make_load(int load, double total) {
   }
 }
 
+static pool_t *pool;
+static const char *loads[4] = {"uniform", "triangular", "heavy tail (last 1% x100)",
+                               "random spikes (2% x50, seeded)"};
+
+/* The targets of one load, and its line of the summary. */
+typedef struct load_result {
+  int ok_speed, ok_omp; /* ok_omp: -1 without OpenMP */
+  char summary[160];
+} load_result;
+
+static load_result one_load(int load, double total, double budget) {
+  load_name = loads[load];
+  make_load(load, total);
+  plain_loop(ref);
+  printf("\n-- load: %s\n", load_name);
+  bench_variant v[] = {
+      BENCH_SEQ_ROW("plain loop", run_seq),
+      BENCH_WSPOOL_ROW("wspool pool_parallel_for", THREADS, run_wspool, pool, 0),
+      BENCH_PEER_ROW("OpenMP schedule(static)", THREADS, HAVE_OMP, run_omp, 0),
+      BENCH_PEER_ROW("OpenMP schedule(dynamic)", THREADS, HAVE_OMP, run_omp, 1),
+      BENCH_PEER_ROW("OpenMP schedule(guided)", THREADS, HAVE_OMP, run_omp, 2),
+      BENCH_PEER_ROW("oneTBB parallel_for (auto)", THREADS, HAVE_TBB, run_tbb, 0),
+  };
+  int nv = BENCH_COUNT(v);
+  bench_measure(v, nv, bench_runs(), budget);
+  bench_table(v, nv);
+  bench_variant *ts = bench_find(v, nv, "plain loop");
+  bench_variant *w = bench_find(v, nv, "wspool pool_parallel_for");
+  load_result res = {.ok_omp = -1};
+  double speedup = ts->med / w->med;
+  res.ok_speed = speedup >= 1.85;
+  bench_variant *best = NULL; /* the fastest OpenMP schedule, rows 2..4 */
+  for (int i = 2; i <= 4; i++)
+    if (v[i].available && v[i].nt && (!best || v[i].med < best->med)) best = &v[i];
+  char what_t[160];
+  snprintf(what_t, sizeof what_t, "%s: speedup >= 1.85 on 2 workers", load_name);
+  bench_target(what_t, res.ok_speed, "speedup %.2f", speedup);
+  snprintf(what_t, sizeof what_t, "%s: within 5%% of the best OpenMP schedule", load_name);
+  if (best) {
+    res.ok_omp = w->med <= 1.05 * best->med;
+    bench_target(what_t, res.ok_omp, "wspool %.2f ms, best OpenMP %s %.2f ms: %+.1f%%",
+                 w->med * 1e3, best->name + 7, best->med * 1e3,
+                 100.0 * (w->med / best->med - 1.0));
+    snprintf(res.summary, sizeof res.summary, "%-32s speedup %.2f, vs best OpenMP %+.1f%%",
+             load_name, speedup, 100.0 * (w->med / best->med - 1.0));
+  } else {
+    bench_target(what_t, -1, "OpenMP unavailable");
+    snprintf(res.summary, sizeof res.summary, "%-32s speedup %.2f", load_name, speedup);
+  }
+  fflush(stdout);
+  return res;
+}
+
 int main(void) {
   n_items = (size_t)bench_env_long("WSPOOL_BENCH_PARFOR_N", 1000000, 1000, 1000000000);
   double total = bench_env_double("WSPOOL_BENCH_PARFOR_WORK", 1e8, 1e5, 1e12);
@@ -169,10 +215,8 @@ int main(void) {
     fprintf(stderr, "out of memory\n");
     return 1;
   }
-  pool_t *pool = bench_pool(THREADS, BENCH_DEFAULT);
+  pool = bench_pool(THREADS, BENCH_DEFAULT);
 
-  static const char *loads[4] = {"uniform", "triangular", "heavy tail (last 1% x100)",
-                                 "random spikes (2% x50, seeded)"};
   /* WSPOOL_BENCH_PARFOR_LOAD=k (0..3) runs only that load. */
   int only = (int)bench_env_long("WSPOOL_BENCH_PARFOR_LOAD", -1, -1, 3);
   double budget = bench_budget() / (only < 0 ? 4 : 1);
@@ -181,50 +225,10 @@ int main(void) {
   for (int load = 0; load < 4; load++) {
     snprintf(summary[load], sizeof summary[load], "%-32s not run", loads[load]);
     if (only >= 0 && load != only) continue;
-    load_name = loads[load];
-    make_load(load, total);
-    plain_loop(ref);
-    printf("\n-- load: %s\n", load_name);
-    bench_variant v[] = {
-        {.name = "plain loop", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},
-        {.name = "wspool pool_parallel_for", .threads = THREADS, .kind = BENCH_WSPOOL,
-         .available = 1, .run = run_wspool, .ctx = pool},
-        {.name = "OpenMP schedule(static)", .threads = THREADS, .kind = BENCH_PEER,
-         .available = HAVE_OMP, .run = run_omp, .param = 0},
-        {.name = "OpenMP schedule(dynamic)", .threads = THREADS, .kind = BENCH_PEER,
-         .available = HAVE_OMP, .run = run_omp, .param = 1},
-        {.name = "OpenMP schedule(guided)", .threads = THREADS, .kind = BENCH_PEER,
-         .available = HAVE_OMP, .run = run_omp, .param = 2},
-        {.name = "oneTBB parallel_for (auto)", .threads = THREADS, .kind = BENCH_PEER,
-         .available = HAVE_TBB, .run = run_tbb},
-    };
-    int nv = (int)(sizeof v / sizeof v[0]);
-    bench_measure(v, nv, bench_runs(), budget);
-    bench_table(v, nv);
-    bench_variant *ts = bench_find(v, nv, "plain loop");
-    bench_variant *w = bench_find(v, nv, "wspool pool_parallel_for");
-    double speedup = ts->med / w->med;
-    int ok_speed = speedup >= 1.85;
-    met_speedup &= ok_speed;
-    bench_variant *best = NULL;
-    for (int i = 2; i <= 4; i++)
-      if (v[i].available && v[i].nt && (!best || v[i].med < best->med)) best = &v[i];
-    char what_t[160];
-    snprintf(what_t, sizeof what_t, "%s: speedup >= 1.85 on 2 workers", load_name);
-    bench_target(what_t, ok_speed, "speedup %.2f", speedup);
-    snprintf(what_t, sizeof what_t, "%s: within 5%% of the best OpenMP schedule", load_name);
-    if (best) {
-      int ok = w->med <= 1.05 * best->med;
-      met_omp &= ok;
-      bench_target(what_t, ok, "wspool %.2f ms, best OpenMP %s %.2f ms: %+.1f%%", w->med * 1e3,
-                   best->name + 7, best->med * 1e3, 100.0 * (w->med / best->med - 1.0));
-      snprintf(summary[load], sizeof summary[load], "%-32s speedup %.2f, vs best OpenMP %+.1f%%",
-               load_name, speedup, 100.0 * (w->med / best->med - 1.0));
-    } else {
-      bench_target(what_t, -1, "OpenMP unavailable");
-      snprintf(summary[load], sizeof summary[load], "%-32s speedup %.2f", load_name, speedup);
-    }
-    fflush(stdout);
+    load_result r = one_load(load, total, budget);
+    met_speedup &= r.ok_speed;
+    if (r.ok_omp >= 0) met_omp &= r.ok_omp;
+    memcpy(summary[load], r.summary, sizeof r.summary);
   }
   printf("\n-- summary (wspool pool_parallel_for, %d workers)\n", THREADS);
   for (int load = 0; load < 4; load++) printf("  %s\n", summary[load]);

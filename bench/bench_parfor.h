@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The per-item cost of bench_parfor, shared with its oneTBB shim: a chain
- * of dependent multiply/xorshift steps (about 5 cycles each) whose result
- * is stored per item and checked, so it cannot be optimized away or
- * vectorized across items. */
+/* The per-item cost of bench_parfor and bench_cpp, shared with the oneTBB
+ * shim and the C++ rows: a chain of dependent multiply/xorshift steps
+ * whose result is stored per item and checked, so it cannot be optimized
+ * away or vectorized across items; and the check of those results. */
 #ifndef WSPOOL_BENCH_PARFOR_H
 #define WSPOOL_BENCH_PARFOR_H
 
@@ -17,5 +17,25 @@ static inline uint64_t bench_cost(size_t i, uint32_t iters) {
   }
   return x;
 }
+
+#ifndef __cplusplus
+#include "benchutil.h"
+
+/* Every item's result against the plain loop's: the first that differs is
+ * a wrong answer of `who` (on `load`, when not NULL). */
+static inline void bench_check_items(const char *who, const char *load, const uint64_t *out,
+                                     const uint64_t *ref, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != ref[i]) {
+      if (load)
+        bench_fail("%s (%s): item %zu has %llu, expected %llu", who, load, i,
+                   (unsigned long long)out[i], (unsigned long long)ref[i]);
+      else
+        bench_fail("%s: item %zu has %llu, expected %llu", who, i, (unsigned long long)out[i],
+                   (unsigned long long)ref[i]);
+      return;
+    }
+}
+#endif
 
 #endif

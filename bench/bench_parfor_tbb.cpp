@@ -4,26 +4,15 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
-
-#include <memory>
 
 #include "bench_parfor.h"
+#include "bench_tbb.h"
 #include "benchutil.h"
 #include "peers.h"
 
-static tbb::task_arena &arena_of(unsigned threads) {
-  static std::unique_ptr<tbb::task_arena> arenas[65];
-  if (threads > 64) threads = 64;
-  if (!arenas[threads]) arenas[threads].reset(new tbb::task_arena((int)threads));
-  return *arenas[threads];
-}
-
 extern "C" double bench_tbb_parfor(const uint32_t *work, uint64_t *out, size_t n,
                                    unsigned threads) {
-  tbb::task_arena &a = arena_of(threads);
-  double t0 = bench_now();
-  a.execute([=] {
+  return bench_tbb_timed(threads, [=] {
     tbb::parallel_for(
         tbb::blocked_range<size_t>(0, n),
         [=](const tbb::blocked_range<size_t> &r) {
@@ -31,5 +20,4 @@ extern "C" double bench_tbb_parfor(const uint32_t *work, uint64_t *out, size_t n
         },
         tbb::auto_partitioner());
   });
-  return bench_now() - t0;
 }

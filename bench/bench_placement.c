@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* Bound against unbound workers (issue 5): fork/join fib and a uniform
- * parallel_for on pools with POOL_BIND_NONE, POOL_BIND_CORE and
- * POOL_BIND_SPREAD, beside the sequential program, as medians and ratios.
- * There is no target on a 2-core machine; the ratio is the figure. */
+/* bench_placement: bound against unbound workers. Fork/join fib and a
+ * uniform parallel_for on pools
+ * with POOL_BIND_NONE, POOL_BIND_CORE and POOL_BIND_SPREAD, beside the
+ * sequential program, as medians and ratios. There is no target on a
+ * 2-core machine; the ratio is the figure. fib(30) and 4 * 10^6 items;
+ * WSPOOL_BENCH_RUNS, WSPOOL_BENCH_BUDGET. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <wspool.h>
 
+#include "bench_fib.h"
 #include "benchutil.h"
 
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
-
-static void fib_task(void *v) {
+/* This program's own spawn/sync kernel: the children's results start at 0,
+ * a store that keeps GCC from inlining the recursion into itself as it
+ * does bench_fib.h's fib_task, so the two compile to different code; this
+ * program's figures are of this one. */
+static void fib_task0(void *v) {
   fib_arg *a = v;
   if (a->n < 2) {
     a->r = a->n;
@@ -22,16 +24,11 @@ static void fib_task(void *v) {
   }
   fib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
   pool_task_t t;
-  pool_spawn(NULL, &t, fib_task, &x);
-  fib_task(&y);
+  pool_spawn(NULL, &t, fib_task0, &x);
+  fib_task0(&y);
   pool_sync(&t);
   a->r = x.r + y.r;
 }
-
-static __attribute__((noinline)) long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
-
-enum { FIB_N = 30 };
-static long fib_want;
 
 static size_t nitems = 4000000;
 static double *data;
@@ -54,21 +51,13 @@ static double check_loop(void) {
 static pool_t *pools[3];
 static const char *bind_names[3] = {"none", "core", "spread"};
 
-static double run_fib_seq(bench_variant *v) {
-  (void)v;
-  double t0 = bench_now();
-  long r = fib_seq(FIB_N);
-  double t = bench_now() - t0;
-  if (r != fib_want) bench_fail("fib sequential wrong");
-  return t;
-}
-
+/* The root and an empty sibling through pool_join from main. */
 static double run_fib(bench_variant *v) {
-  fib_arg a = {FIB_N, 0};
+  fib_arg a = {fib_n, 0};
   double t0 = bench_now();
-  pool_join(pools[v->param], fib_task, &a, fib_task, &(fib_arg){0, 0});
+  pool_join(pools[v->param], fib_task0, &a, fib_task0, &(fib_arg){0, 0});
   double t = bench_now() - t0;
-  if (a.r != fib_want) bench_fail("fib on bind=%s wrong", bind_names[v->param]);
+  fib_check(v->name, a.r);
   return t;
 }
 
@@ -91,32 +80,36 @@ static double run_loop(bench_variant *v) {
 }
 
 int main(void) {
-  fib_want = fib_seq(FIB_N);
+  fib_setup(30);
   data = malloc(nitems * sizeof(double));
   if (!data) return 1;
   for (int k = 0; k < 3; k++) {
     static const pool_bind_t binds[3] = {POOL_BIND_NONE, POOL_BIND_CORE, POOL_BIND_SPREAD};
     pools[k] = bench_pool(BENCH_DEFAULT, binds[k]);
     printf("bind=%-6s workers:", bind_names[k]);
-    for (unsigned i = 0; i < pool_threads(pools[k]); i++) printf(" %d", pool_worker_cpu(pools[k], i));
+    for (unsigned i = 0; i < pool_threads(pools[k]); i++)
+      printf(" %d", pool_worker_cpu(pools[k], i));
     printf("\n");
   }
   unsigned nt = pool_threads(pools[0]);
+  /* The bound rows are "peers" of the unbound one, so the table's
+   * T/Twspool column compares each with bind=none. */
   bench_variant fib[] = {
-      {.name = "fib sequential", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_fib_seq},
-      {.name = "fib bind=none", .threads = nt, .kind = BENCH_WSPOOL, .available = 1, .run = run_fib, .param = 0},
-      {.name = "fib bind=core", .threads = nt, .kind = BENCH_PEER, .available = 1, .run = run_fib, .param = 1},
-      {.name = "fib bind=spread", .threads = nt, .kind = BENCH_PEER, .available = 1, .run = run_fib, .param = 2},
+      BENCH_SEQ_ROW("fib sequential", fib_run_seq),
+      BENCH_WSPOOL_ROW("fib bind=none", nt, run_fib, NULL, 0),
+      BENCH_PEER_ROW("fib bind=core", nt, 1, run_fib, 1),
+      BENCH_PEER_ROW("fib bind=spread", nt, 1, run_fib, 2),
   };
   bench_variant loop[] = {
-      {.name = "parallel_for sequential", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_loop_seq},
-      {.name = "parallel_for bind=none", .threads = nt, .kind = BENCH_WSPOOL, .available = 1, .run = run_loop, .param = 0},
-      {.name = "parallel_for bind=core", .threads = nt, .kind = BENCH_PEER, .available = 1, .run = run_loop, .param = 1},
-      {.name = "parallel_for bind=spread", .threads = nt, .kind = BENCH_PEER, .available = 1, .run = run_loop, .param = 2},
+      BENCH_SEQ_ROW("parallel_for sequential", run_loop_seq),
+      BENCH_WSPOOL_ROW("parallel_for bind=none", nt, run_loop, NULL, 0),
+      BENCH_PEER_ROW("parallel_for bind=core", nt, 1, run_loop, 1),
+      BENCH_PEER_ROW("parallel_for bind=spread", nt, 1, run_loop, 2),
   };
   int runs = bench_runs();
   double budget = bench_budget();
-  printf("\nfork/join fib(%d), one task per spawn, %u workers (T/Twspool: time of bind=none / this)\n", FIB_N, nt);
+  printf("\nfork/join fib(%d), one task per spawn, %u workers (T/Twspool: time of bind=none / this)\n",
+         fib_n, nt);
   bench_measure(fib, 4, runs, budget / 2);
   bench_table(fib, 4);
   printf("\nparallel_for, %zu uniform items, automatic grain, %u workers\n", nitems, nt);

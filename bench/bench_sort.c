@@ -177,15 +177,11 @@ static void y_root(void *p) {
   y_sort(s->a, s->t, s->n);
 }
 
+/* param: 1 typed, 0 argument structs. */
 static double run_wspool(bench_variant *v) {
-  pool_t *p = v->ctx;
   prepare();
   w_srt root = {work, scratch, n_items};
-  double t0 = bench_now();
-  int rc = pool_submit(p, v->param ? y_root : w_sort, &root);
-  if (rc == 0) rc = pool_wait_idle(p);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  double t = bench_run_root(v, v->param ? y_root : w_sort, &root);
   check(v->name);
   return t;
 }
@@ -275,43 +271,20 @@ int main(void) {
   pool_t *pools[2];
   for (int i = 0; i < 2; i++) pools[i] = bench_pool(i + 1, BENCH_DEFAULT);
   bench_variant v[] = {
-      {.name = "sequential cilksort", .threads = 1, .kind = BENCH_SEQ, .available = 1,
-       .run = run_seq},
-      {.name = "wspool T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1, .run = run_wspool,
-       .ctx = pools[0]},
-      {.name = "wspool T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1, .run = run_wspool,
-       .ctx = pools[1]},
-      {.name = "wspool typed T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[0], .param = 1},
-      {.name = "wspool typed T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[1], .param = 1},
-      {.name = "OpenMP tasks 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-      {.name = "OpenMP tasks 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-      {.name = "oneTBB task_group 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
-      {.name = "oneTBB task_group 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
+      BENCH_SEQ_ROW("sequential cilksort", run_seq),
+      BENCH_WSPOOL_PAIR("wspool", run_wspool, pools, 0),
+      BENCH_WSPOOL_PAIR("wspool typed", run_wspool, pools, 1),
+      BENCH_TASK_PEER_ROWS(run_omp, run_tbb),
   };
-  int nv = (int)(sizeof v / sizeof v[0]);
+  int nv = BENCH_COUNT(v);
   bench_measure(v, nv, bench_runs(), bench_budget());
   bench_table(v, nv);
 
   bench_variant *ts = bench_find(v, nv, "sequential cilksort");
-  bench_variant *w1 = bench_find(v, nv, "wspool T1");
-  bench_variant *w2 = bench_find(v, nv, "wspool T2");
-  bench_variant *y1 = bench_find(v, nv, "wspool typed T1");
-  bench_variant *y2 = bench_find(v, nv, "wspool typed T2");
-  bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
-  bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
-  bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
-  bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
   printf("\nratios (medians):\n");
-  bench_ratio_line("wspool", ts, w1, w2, "");
-  bench_ratio_line("wspool typed", ts, y1, y2, "");
-  bench_ratio_line("OpenMP tasks", ts, o1, o2, "built without OpenMP");
-  bench_ratio_line("oneTBB task_group", ts, b1, b2, "built without oneTBB");
+  bench_ratio_pair(v, nv, ts, "wspool");
+  bench_ratio_pair(v, nv, ts, "wspool typed");
+  bench_ratio_task_peers(v, nv, ts);
   printf("\ntarget: none set by the issue for sort (reference figures only)\n");
 
   for (int i = 0; i < 2; i++) pool_destroy(pools[i]);

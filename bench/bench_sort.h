@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Cilksort pieces shared by bench_sort.c and its oneTBB shim (after Cilk-5's
  * cilksort.cilk): the sequential leaves and the split of a parallel merge.
- * Each runtime writes its own ~50-line recursive driver around these, with
- * the same cutoffs, so every variant does the same work:
+ * Each runtime writes its own recursive driver around these, with the same
+ * cutoffs, so every variant does the same work:
  *
  *   sort(A, T, n):  n < SORT_CUTOFF: seq_quick(A, n)
  *                   else sort the four quarters of A in parallel (scratch:

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 // oneTBB peer for bench_sort: the same cilksort with tbb::task_group.
-#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
-#include <memory>
-
 #include "bench_sort.h"
+#include "bench_tbb.h"
 #include "benchutil.h"
 #include "peers.h"
 
@@ -41,16 +39,6 @@ static void t_sort(int32_t *a, int32_t *t, size_t n) {
   t_merge(t, 2 * q, t + 2 * q, n - 2 * q, a);
 }
 
-static tbb::task_arena &arena_of(unsigned threads) {
-  static std::unique_ptr<tbb::task_arena> arenas[65];
-  if (threads > 64) threads = 64;
-  if (!arenas[threads]) arenas[threads].reset(new tbb::task_arena((int)threads));
-  return *arenas[threads];
-}
-
 extern "C" double bench_tbb_sort(int32_t *a, int32_t *tmp, size_t n, unsigned threads) {
-  tbb::task_arena &ar = arena_of(threads);
-  double t0 = bench_now();
-  ar.execute([=] { t_sort(a, tmp, n); });
-  return bench_now() - t0;
+  return bench_tbb_timed(threads, [=] { t_sort(a, tmp, n); });
 }

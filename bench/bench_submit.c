@@ -5,12 +5,12 @@
  *    (CLOCK_PROCESS_CPUTIME_ID) over that window, as a percentage of one
  *    core. Again for the same pool after a burst of work, and for a oneTBB
  *    arena after work. Measured first, before any other runtime exists here.
- *    Target: under 1% of a core.
+ *    Target: at most 0.05% of a core.
  * 2. Wake latency: the pool idles (sleep WSPOOL_BENCH_WAKE_SLEEP_MS, default
  *    5 ms, so the workers sleep), then one task is submitted that stamps
  *    CLOCK_MONOTONIC when it starts; latency = start - time just before the
  *    submit. WSPOOL_BENCH_WAKE_REPS times (default 300); p50/p90/p99/max.
- *    Same with tbb::task_arena::enqueue. Target: p50 under 50 us.
+ *    Same with tbb::task_arena::enqueue. Target: p50 at most 26 us.
  * 3. Throughput: N tiny tasks (an atomic increment; WSPOOL_BENCH_SUBMIT_N,
  *    default 2000000) on a pool of 2 workers: pool_submit from 1 outside
  *    thread, from 4 outside threads (N/4 each), pool_submit_n in batches of
@@ -22,8 +22,11 @@
  *    g_thread_pool_push from 1 and 4 outside threads. For both peers the
  *    last task to run wakes the waiting main thread.
  *    The sequential row is N direct calls of the same body.
- *    At least 7 measured runs per variant; the table shows min, median and
- *    max, so a bimodal variant shows.
+ *    7 measured runs per variant by default; the table shows min, median
+ *    and max, so a bimodal variant shows. Targets: 1 outside producer at
+ *    least 10 M tasks/s and 3x the faster peer, 4 producers at least the
+ *    1-producer rate, batches at least 30 M tasks/s, inside a task at
+ *    least 20 M tasks/s.
  * Environment: WSPOOL_BENCH_SUBMIT_N, WSPOOL_BENCH_WAKE_REPS,
  * WSPOOL_BENCH_WAKE_SLEEP_MS, WSPOOL_BENCH_IDLE_S (default 2), and
  * WSPOOL_BENCH_RUNS (default 7 here) / WSPOOL_BENCH_BUDGET (default 150 s
@@ -45,12 +48,6 @@
 #include "benchutil.h"
 #include "peers.h"
 
-#ifdef BENCH_HAVE_TBB
-#define HAVE_TBB 1
-#else
-#define HAVE_TBB 0
-#endif
-
 enum { POOL_WORKERS = 2, PRODUCERS = 4, BATCH = 64 };
 
 static long n_tasks;
@@ -70,6 +67,18 @@ static void check_count(const char *who, long want) {
 
 /* ---- throughput variants ---- */
 
+/* The end of a run whose tasks went in from outside the pool (ctx): waits
+ * until every task ran (rc: the submission's error, if any), records the
+ * submission time ts - t0 in aux and checks the count. */
+static double ws_finish(bench_variant *v, int rc, double t0, double ts) {
+  if (rc == 0) rc = pool_wait_idle(v->ctx);
+  double t = bench_now() - t0;
+  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  v->aux[v->nt] = ts - t0;
+  check_count(v->name, n_tasks);
+  return t;
+}
+
 static double run_seq(bench_variant *v) {
   void (*volatile body)(void *) = tiny; /* a call per task, like the pools */
   atomic_store(&done_count, 0);
@@ -87,13 +96,7 @@ static double run_ws_one(bench_variant *v) {
   int rc = 0;
   double t0 = bench_now();
   for (long i = 0; i < n_tasks && rc == 0; i++) rc = pool_submit(p, tiny, NULL);
-  double ts = bench_now();
-  if (rc == 0) rc = pool_wait_idle(p);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
-  v->aux[v->nt] = ts - t0;
-  check_count(v->name, n_tasks);
-  return t;
+  return ws_finish(v, rc, t0, bench_now());
 }
 
 /* pool_submit_n from one outside thread, BATCH tasks a call. */
@@ -105,24 +108,50 @@ static double run_ws_batch(bench_variant *v) {
   long i = 0;
   for (; i + BATCH <= n_tasks && rc == 0; i += BATCH) rc = pool_submit_n(p, tiny, NULL, BATCH);
   if (rc == 0 && i < n_tasks) rc = pool_submit_n(p, tiny, NULL, (size_t)(n_tasks - i));
-  double ts = bench_now();
-  if (rc == 0) rc = pool_wait_idle(p);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
-  v->aux[v->nt] = ts - t0;
-  check_count(v->name, n_tasks);
-  return t;
+  return ws_finish(v, rc, t0, bench_now());
 }
 
+/* An outside thread that submits its share of the tasks once the barrier
+ * lets it go. */
 typedef struct producer {
   pthread_t th;
   pool_t *pool;
   pthread_barrier_t *bar;
   long n;
-  double end;
+  double end; /* when its last submit returned */
   int rc;
   void *peer; /* GThreadPool * for the GLib rows */
 } producer;
+
+/* Starts np producers running fn, n_tasks shared out between them, all
+ * held at the barrier until the caller arrives as its (np + 1)-th. */
+static void start_producers(producer *pr, unsigned np, pthread_barrier_t *bar,
+                            void *(*fn)(void *), pool_t *pool, void *peer) {
+  pthread_barrier_init(bar, NULL, np + 1);
+  for (unsigned i = 0; i < np; i++) {
+    pr[i].pool = pool;
+    pr[i].peer = peer;
+    pr[i].bar = bar;
+    pr[i].n = n_tasks / np + ((long)i < n_tasks % (long)np);
+    pr[i].rc = 0;
+    if (pthread_create(&pr[i].th, NULL, fn, &pr[i]) != 0) {
+      fprintf(stderr, "pthread_create failed\n");
+      exit(1);
+    }
+  }
+}
+
+/* Joins the producers: when the last one finished submitting (not before
+ * t0); a producer's error is a wrong answer of `who`. */
+static double join_producers(producer *pr, unsigned np, double t0, const char *who) {
+  double ts = t0;
+  for (unsigned i = 0; i < np; i++) {
+    pthread_join(pr[i].th, NULL);
+    if (pr[i].rc) bench_fail("%s: %s", who, pool_strerror(pr[i].rc));
+    if (pr[i].end > ts) ts = pr[i].end;
+  }
+  return ts;
+}
 
 static void *producer_main(void *arg) {
   producer *pr = arg;
@@ -135,35 +164,15 @@ static void *producer_main(void *arg) {
 }
 
 static double run_ws_many(bench_variant *v) {
-  pool_t *p = v->ctx;
   producer pr[PRODUCERS];
   pthread_barrier_t bar;
-  pthread_barrier_init(&bar, NULL, PRODUCERS + 1);
   atomic_store(&done_count, 0);
-  for (int i = 0; i < PRODUCERS; i++) {
-    pr[i].pool = p;
-    pr[i].bar = &bar;
-    pr[i].n = n_tasks / PRODUCERS + (i < n_tasks % PRODUCERS);
-    pr[i].rc = 0;
-    if (pthread_create(&pr[i].th, NULL, producer_main, &pr[i]) != 0) {
-      fprintf(stderr, "pthread_create failed\n");
-      exit(1);
-    }
-  }
+  start_producers(pr, PRODUCERS, &bar, producer_main, v->ctx, NULL);
   pthread_barrier_wait(&bar);
   double t0 = bench_now();
-  double ts = t0;
-  for (int i = 0; i < PRODUCERS; i++) {
-    pthread_join(pr[i].th, NULL);
-    if (pr[i].rc) bench_fail("%s: %s", v->name, pool_strerror(pr[i].rc));
-    if (pr[i].end > ts) ts = pr[i].end;
-  }
-  int rc = pool_wait_idle(p);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  double ts = join_producers(pr, PRODUCERS, t0, v->name);
+  double t = ws_finish(v, 0, t0, ts);
   pthread_barrier_destroy(&bar);
-  v->aux[v->nt] = ts - t0;
-  check_count(v->name, n_tasks);
   return t;
 }
 
@@ -225,29 +234,16 @@ static void *glib_producer_main(void *arg) {
 }
 
 static double run_glib(bench_variant *v) {
-  GThreadPool *gp = v->ctx;
   unsigned np = v->threads;
   atomic_store(&done_count, 0);
   glib_target = n_tasks;
   glib_finished = 0;
   producer pr[PRODUCERS];
   pthread_barrier_t bar;
-  pthread_barrier_init(&bar, NULL, np + 1);
-  for (unsigned i = 0; i < np; i++) {
-    pr[i].peer = gp;
-    pr[i].bar = &bar;
-    pr[i].n = n_tasks / np + ((long)i < n_tasks % (long)np);
-    if (pthread_create(&pr[i].th, NULL, glib_producer_main, &pr[i]) != 0) {
-      fprintf(stderr, "pthread_create failed\n");
-      exit(1);
-    }
-  }
+  start_producers(pr, np, &bar, glib_producer_main, NULL, v->ctx);
   pthread_barrier_wait(&bar);
-  double t0 = bench_now(), ts = t0;
-  for (unsigned i = 0; i < np; i++) {
-    pthread_join(pr[i].th, NULL);
-    if (pr[i].end > ts) ts = pr[i].end;
-  }
+  double t0 = bench_now();
+  double ts = join_producers(pr, np, t0, v->name);
   g_mutex_lock(&glib_m);
   while (!glib_finished) g_cond_wait(&glib_c, &glib_m);
   g_mutex_unlock(&glib_m);
@@ -292,68 +288,18 @@ static void print_latency(const char *who, double *lat_ns, int reps, double *p50
   if (p50_out) *p50_out = p50;
 }
 
-/* ---- idle CPU ---- */
-
-static double idle_window(double seconds, double *wall) {
-  double c0 = bench_cpu_time(), w0 = bench_now();
-  bench_sleep_ms(seconds * 1e3);
-  double c1 = bench_cpu_time(), w1 = bench_now();
-  *wall = w1 - w0;
-  return c1 - c0;
-}
-
-int main(void) {
-  n_tasks = bench_env_long("WSPOOL_BENCH_SUBMIT_N", 2000000, PRODUCERS * BATCH, 100000000);
-  int runs = (int)bench_env_long("WSPOOL_BENCH_RUNS", 7, 1, BENCH_MAX_RUNS);
-  double budget = bench_env_double("WSPOOL_BENCH_BUDGET", 150.0, 1.0, 1e6);
-  int reps = (int)bench_env_long("WSPOOL_BENCH_WAKE_REPS", 300, 10, 100000);
-  double wake_sleep = bench_env_double("WSPOOL_BENCH_WAKE_SLEEP_MS", 5.0, 0.0, 10000.0);
-  double idle_s = bench_env_double("WSPOOL_BENCH_IDLE_S", 2.0, 0.1, 3600.0);
-  double prog_start = bench_now();
-
-  char what[200];
-  snprintf(what, sizeof what,
-           "pool_submit throughput (%ld tiny tasks, pool of %d workers), wake latency, idle CPU",
-           n_tasks, POOL_WORKERS);
-  bench_header("bench_submit", what);
-
-  /* 1. Idle CPU, first: nothing else has threads in this process yet. */
-  printf("\n-- idle CPU: process CPU time while the pool idles %.1f s (%% of one core)\n", idle_s);
-  double wall, cpu;
-  pool_t *ip = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
-  cpu = idle_window(idle_s, &wall);
-  double idle_fresh = 100.0 * cpu / wall;
-  printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", "wspool fresh pool (2 workers)",
-         cpu * 1e3, wall, idle_fresh);
-  atomic_store(&done_count, 0);
-  for (int i = 0; i < 1000; i++) pool_submit(ip, tiny, NULL);
-  pool_wait_idle(ip);
-  check_count("idle warm-up", 1000);
-  cpu = idle_window(idle_s, &wall);
-  double idle_after = 100.0 * cpu / wall;
-  printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", "wspool after 1000 tasks", cpu * 1e3,
-         wall, idle_after);
-  pool_destroy(ip);
-#ifdef BENCH_HAVE_TBB
-  cpu = bench_tbb_idle_cpu(POOL_WORKERS, idle_s, &wall);
-  printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", "oneTBB arena(2) after work",
-         cpu * 1e3, wall, 100.0 * cpu / wall);
-#else
-  printf("%-30s (peer unavailable: built without oneTBB)\n", "oneTBB arena(2) after work");
-#endif
-  fflush(stdout);
-
-  /* 2. Wake latency. */
+/* Wake latency: `reps` times, idle `sleep_ms`, submit one task and time
+ * until it starts; then the same for oneTBB. Returns wspool's p50 in ns. */
+static double latency_part(pool_t *pool, int reps, double sleep_ms) {
   printf("\n-- wake latency: idle %.1f ms, submit one task, time until it starts (us)\n",
-         wake_sleep);
+         sleep_ms);
   printf("%-30s %10s %10s %10s %10s %10s %6s\n", "variant", "min", "p50", "p90", "p99", "max",
          "reps");
-  pool_t *pool = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
   double *lat = malloc(sizeof(double) * (size_t)reps);
-  if (!lat) return 1;
+  if (!lat) exit(1);
   for (int i = 0; i < reps; i++) {
     stamp s = {0};
-    bench_sleep_ms(wake_sleep);
+    bench_sleep_ms(sleep_ms);
     uint64_t t0 = bench_now_ns();
     int rc = pool_submit(pool, stamp_task, &s);
     if (rc == 0) rc = pool_wait_idle(pool);
@@ -367,7 +313,7 @@ int main(void) {
   double ws_p50 = 0;
   print_latency("wspool pool_submit (2 workers)", lat, reps, &ws_p50);
 #ifdef BENCH_HAVE_TBB
-  if (bench_tbb_wake_latency(POOL_WORKERS, reps, wake_sleep, lat) != 0)
+  if (bench_tbb_wake_latency(POOL_WORKERS, reps, sleep_ms, lat) != 0)
     bench_fail("oneTBB wake latency: a task did not run");
   print_latency("oneTBB arena.enqueue (2 workers)", lat, reps, NULL);
 #else
@@ -375,42 +321,45 @@ int main(void) {
 #endif
   free(lat);
   fflush(stdout);
+  return ws_p50;
+}
 
-  /* 3. Throughput. */
-#ifdef BENCH_HAVE_GLIB
-  GThreadPool *gp = g_thread_pool_new(glib_task, NULL, POOL_WORKERS, TRUE, NULL);
-  if (!gp) bench_fail("g_thread_pool_new failed");
+/* ---- idle CPU ---- */
+
+/* One row of the idle table; returns the percentage of a core. */
+static double idle_row(const char *who, double cpu, double wall) {
+  printf("%-30s %8.3f ms CPU in %.3f s = %.3f%% of a core\n", who, cpu * 1e3, wall,
+         100.0 * cpu / wall);
+  return 100.0 * cpu / wall;
+}
+
+/* Idle CPU of a fresh pool (*fresh) and of the same pool after work
+ * (*after), in % of a core; then of a oneTBB arena after work. */
+static void idle_part(double idle_s, double *fresh, double *after) {
+  printf("\n-- idle CPU: process CPU time while the pool idles %.1f s (%% of one core)\n", idle_s);
+  double wall, cpu;
+  pool_t *ip = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
+  cpu = bench_idle_window(idle_s, &wall);
+  *fresh = idle_row("wspool fresh pool (2 workers)", cpu, wall);
+  atomic_store(&done_count, 0);
+  for (int i = 0; i < 1000; i++) pool_submit(ip, tiny, NULL);
+  pool_wait_idle(ip);
+  check_count("idle warm-up", 1000);
+  cpu = bench_idle_window(idle_s, &wall);
+  *after = idle_row("wspool after 1000 tasks", cpu, wall);
+  pool_destroy(ip);
+#ifdef BENCH_HAVE_TBB
+  cpu = bench_tbb_idle_cpu(POOL_WORKERS, idle_s, &wall);
+  idle_row("oneTBB arena(2) after work", cpu, wall);
 #else
-  void *gp = NULL;
+  printf("%-30s (peer unavailable: built without oneTBB)\n", "oneTBB arena(2) after work");
 #endif
-  printf("\n-- throughput: %ld tasks, time from the first submit until all ran; %d runs per "
-         "variant\n",
-         n_tasks, runs);
-  bench_variant v[] = {
-      {.name = "sequential: direct calls", .threads = 1, .kind = BENCH_SEQ, .available = 1,
-       .run = run_seq},
-      {.name = "wspool 1 outside producer", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_ws_one, .ctx = pool},
-      {.name = "wspool 4 outside producers", .threads = 4, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_ws_many, .ctx = pool},
-      {.name = "wspool submit_n x64, 1 producer", .threads = 1, .kind = BENCH_WSPOOL,
-       .available = 1, .run = run_ws_batch, .ctx = pool},
-      {.name = "wspool from inside a task", .threads = 0, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_ws_inside, .ctx = pool},
-      {.name = "oneTBB enqueue 1 producer", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb, .param = 0},
-      {.name = "oneTBB enqueue 4 producers", .threads = 4, .kind = BENCH_PEER,
-       .available = HAVE_TBB, .run = run_tbb, .param = 0},
-      {.name = "oneTBB enqueue inside a task", .threads = 0, .kind = BENCH_PEER,
-       .available = HAVE_TBB, .run = run_tbb, .param = 1},
-      {.name = "GLib GThreadPool 1 producer", .threads = 1, .kind = BENCH_PEER,
-       .available = HAVE_GLIB && gp, .run = run_glib, .ctx = gp},
-      {.name = "GLib GThreadPool 4 producers", .threads = 4, .kind = BENCH_PEER,
-       .available = HAVE_GLIB && gp, .run = run_glib, .ctx = gp},
-  };
-  int nv = (int)(sizeof v / sizeof v[0]);
-  double left = budget - (bench_now() - prog_start); /* idle + latency used some */
-  bench_measure(v, nv, runs, left > 5 ? left : 5);
+  fflush(stdout);
+}
+
+/* ---- throughput: the table and the targets ---- */
+
+static void throughput_table(bench_variant *v, int nv) {
   printf("%-32s %9s %9s %9s %4s %9s %9s %9s %8s %12s %9s\n", "variant", "min ms", "median ms",
          "max ms", "runs", "Mt/s max", "Mt/s med", "Mt/s min", "ns/task", "submit Mt/s",
          "vs wspool");
@@ -436,9 +385,12 @@ int main(void) {
   printf("(Mt/s = M tasks / (first submit .. all ran) for the fastest, median and slowest run;\n"
          " submit Mt/s = tasks / time the producers spent submitting; vs wspool = peer time /\n"
          " wspool pool_submit time for the same producers, >1 means wspool is that much faster)\n");
+}
 
-  /* Targets. */
-  printf("\n");
+/* Every target: throughput from the table, then wake latency (wspool's
+ * p50 in ns) and idle CPU (% of a core, fresh and after work). */
+static void print_targets(bench_variant *v, int nv, double ws_p50, double idle_fresh,
+                          double idle_after) {
   bench_variant *w1 = bench_find(v, nv, "wspool 1 outside producer");
   bench_variant *w4 = bench_find(v, nv, "wspool 4 outside producers");
   bench_variant *wn = bench_find(v, nv, "wspool submit_n x64, 1 producer");
@@ -468,6 +420,58 @@ int main(void) {
   bench_target("wake latency p50 <= 26 us", ws_p50 <= 26e3, "p50 = %.1f us", ws_p50 / 1e3);
   bench_target("idle pool CPU <= 0.05% of a core", idle_fresh <= 0.05 && idle_after <= 0.05,
                "fresh %.3f%%, after work %.3f%%", idle_fresh, idle_after);
+}
+
+int main(void) {
+  n_tasks = bench_env_long("WSPOOL_BENCH_SUBMIT_N", 2000000, PRODUCERS * BATCH, 100000000);
+  int runs = (int)bench_env_long("WSPOOL_BENCH_RUNS", 7, 1, BENCH_MAX_RUNS);
+  double budget = bench_env_double("WSPOOL_BENCH_BUDGET", 150.0, 1.0, 1e6);
+  int reps = (int)bench_env_long("WSPOOL_BENCH_WAKE_REPS", 300, 10, 100000);
+  double wake_sleep = bench_env_double("WSPOOL_BENCH_WAKE_SLEEP_MS", 5.0, 0.0, 10000.0);
+  double idle_s = bench_env_double("WSPOOL_BENCH_IDLE_S", 2.0, 0.1, 3600.0);
+  double prog_start = bench_now();
+
+  char what[200];
+  snprintf(what, sizeof what,
+           "pool_submit throughput (%ld tiny tasks, pool of %d workers), wake latency, idle CPU",
+           n_tasks, POOL_WORKERS);
+  bench_header("bench_submit", what);
+
+  /* Idle CPU first: nothing else has threads in this process yet. */
+  double idle_fresh, idle_after;
+  idle_part(idle_s, &idle_fresh, &idle_after);
+  pool_t *pool = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
+  double ws_p50 = latency_part(pool, reps, wake_sleep);
+
+#ifdef BENCH_HAVE_GLIB
+  GThreadPool *gp = g_thread_pool_new(glib_task, NULL, POOL_WORKERS, TRUE, NULL);
+  if (!gp) bench_fail("g_thread_pool_new failed");
+#else
+  void *gp = NULL;
+#endif
+  printf("\n-- throughput: %ld tasks, time from the first submit until all ran; %d runs per "
+         "variant\n",
+         n_tasks, runs);
+  /* A row's threads is its producer count, 0 = inside a task. */
+  bench_variant v[] = {
+      BENCH_SEQ_ROW("sequential: direct calls", run_seq),
+      BENCH_WSPOOL_ROW("wspool 1 outside producer", 1, run_ws_one, pool, 0),
+      BENCH_WSPOOL_ROW("wspool 4 outside producers", 4, run_ws_many, pool, 0),
+      BENCH_WSPOOL_ROW("wspool submit_n x64, 1 producer", 1, run_ws_batch, pool, 0),
+      BENCH_WSPOOL_ROW("wspool from inside a task", 0, run_ws_inside, pool, 0),
+      BENCH_PEER_ROW("oneTBB enqueue 1 producer", 1, HAVE_TBB, run_tbb, 0),
+      BENCH_PEER_ROW("oneTBB enqueue 4 producers", 4, HAVE_TBB, run_tbb, 0),
+      BENCH_PEER_ROW("oneTBB enqueue inside a task", 0, HAVE_TBB, run_tbb, 1),
+      BENCH_ROW(BENCH_PEER, "GLib GThreadPool 1 producer", 1, HAVE_GLIB && gp, run_glib, gp, 0),
+      BENCH_ROW(BENCH_PEER, "GLib GThreadPool 4 producers", 4, HAVE_GLIB && gp, run_glib, gp, 0),
+  };
+  int nv = BENCH_COUNT(v);
+  double left = budget - (bench_now() - prog_start); /* idle + latency used some */
+  bench_measure(v, nv, runs, left > 5 ? left : 5);
+  throughput_table(v, nv);
+
+  printf("\n");
+  print_targets(v, nv, ws_p50, idle_fresh, idle_after);
 
 #ifdef BENCH_HAVE_GLIB
   if (gp) g_thread_pool_free(gp, FALSE, TRUE);

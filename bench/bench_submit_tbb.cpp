@@ -157,9 +157,5 @@ extern "C" double bench_tbb_idle_cpu(unsigned workers, double idle_s, double *wa
   reset(1000);
   for (int i = 0; i < 1000; i++) a.enqueue(tiny);
   wait_finished();
-  double c0 = bench_cpu_time(), w0 = bench_now();
-  bench_sleep_ms(idle_s * 1e3);
-  double c1 = bench_cpu_time(), w1 = bench_now();
-  *wall_s = w1 - w0;
-  return c1 - c0;
+  return bench_idle_window(idle_s, wall_s);
 }

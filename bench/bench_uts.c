@@ -136,13 +136,10 @@ static void uts_root(void *p) {
   r->count = uts_node(&s, 0, r->fifo);
 }
 
+/* param: 1 FIFO, 0 LIFO. */
 static double run_wspool(bench_variant *v) {
   root_arg r = {(int)v->param, -1};
-  double t0 = bench_now();
-  int rc = pool_submit(v->ctx, uts_root, &r);
-  if (rc == 0) rc = pool_wait_idle(v->ctx);
-  double t = bench_now() - t0;
-  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  double t = bench_run_root(v, uts_root, &r);
   check(v->name, r.count);
   return t;
 }
@@ -252,25 +249,14 @@ static void one_tree(const uts_tree *t) {
 
   /* Round order: each compared pair next to each other (paired ratios). */
   bench_variant v[] = {
-      {.name = "sequential", .threads = 1, .kind = BENCH_SEQ, .available = 1, .run = run_seq},
-      {.name = "wspool LIFO T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[0], .param = 0},
-      {.name = "wspool FIFO T1", .threads = 1, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[0], .param = 1},
-      {.name = "wspool FIFO T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[1], .param = 1},
-      {.name = "wspool LIFO T2", .threads = 2, .kind = BENCH_WSPOOL, .available = 1,
-       .run = run_wspool, .ctx = pools[1], .param = 0},
-      {.name = "OpenMP tasks 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-      {.name = "OpenMP tasks 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_OMP,
-       .run = run_omp},
-      {.name = "oneTBB task_group 1 thr", .threads = 1, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
-      {.name = "oneTBB task_group 2 thr", .threads = 2, .kind = BENCH_PEER, .available = HAVE_TBB,
-       .run = run_tbb},
+      BENCH_SEQ_ROW("sequential", run_seq),
+      BENCH_WSPOOL_ROW("wspool LIFO T1", 1, run_wspool, pools[0], 0),
+      BENCH_WSPOOL_ROW("wspool FIFO T1", 1, run_wspool, pools[0], 1),
+      BENCH_WSPOOL_ROW("wspool FIFO T2", 2, run_wspool, pools[1], 1),
+      BENCH_WSPOOL_ROW("wspool LIFO T2", 2, run_wspool, pools[1], 0),
+      BENCH_TASK_PEER_ROWS(run_omp, run_tbb),
   };
-  int nv = (int)(sizeof v / sizeof v[0]);
+  int nv = BENCH_COUNT(v);
   bench_measure(v, nv, bench_runs(), bench_budget() / 2);
   bench_table(v, nv);
 
@@ -279,16 +265,11 @@ static void one_tree(const uts_tree *t) {
   bench_variant *f1 = bench_find(v, nv, "wspool FIFO T1");
   bench_variant *l2 = bench_find(v, nv, "wspool LIFO T2");
   bench_variant *f2 = bench_find(v, nv, "wspool FIFO T2");
-  bench_variant *o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
-  bench_variant *o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
-  bench_variant *b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
-  bench_variant *b2 = bench_find(v, nv, "oneTBB task_group 2 thr");
 
   printf("\nratios (medians):\n");
-  bench_ratio_line("wspool LIFO", ts, l1, l2, "");
-  bench_ratio_line("wspool FIFO", ts, f1, f2, "");
-  bench_ratio_line("OpenMP tasks", ts, o1, o2, "built without OpenMP");
-  bench_ratio_line("oneTBB task_group", ts, b1, b2, "built without oneTBB");
+  bench_ratio_pair(v, nv, ts, "wspool LIFO");
+  bench_ratio_pair(v, nv, ts, "wspool FIFO");
+  bench_ratio_task_peers(v, nv, ts);
 
   double p_f1 = bench_paired_ratio(f1, l1), p_f2 = bench_paired_ratio(f2, l2);
   double p_l1s = bench_paired_ratio(l1, ts), p_l12 = bench_paired_ratio(l1, l2);

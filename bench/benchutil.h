@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared helpers for the benchmark programs: clocks, environment knobs,
- * medians, interleaved measurement of several variants, the result table and
- * target lines.
+ * medians, the rows of a variant table and their interleaved measurement,
+ * the timed run of a root task, the result table, ratio and target lines.
  *
  * Conventions every benchmark follows:
  *  - Each variant is measured WSPOOL_BENCH_RUNS times (default 5) and the
@@ -11,14 +11,14 @@
  *    page faults).
  *  - Before each measured run the machine rests 20 ms (bench_settle), so the
  *    previous variant's spinning threads sleep, and then the variant runs
- *    once untimed (the primer) when one run is short (< 0.5 s). Without
- *    the primer a short run measures this VM waking from idle: after 20 ms
- *    idle, fib(32) on one worker took a median 17.3 ms against 12.9 ms
- *    primed, and on two workers 11.7 against 6.5 ms (same binary, same
- *    minute). WSPOOL_BENCH_COLD=1 leaves the primer out, to measure that
- *    cold start. A variant whose single run takes long enough that a
- *    program would exceed its time budget (WSPOOL_BENCH_BUDGET seconds for
- *    warm-up and runs, default 45) gets fewer runs, never fewer than 3; the table says how many.
+ *    once untimed (the primer) when one run is short (< 0.5 s): a short
+ *    run straight after an idle pause measures the machine waking up
+ *    rather than the runtime (docs/performance.md has the figures).
+ *    WSPOOL_BENCH_COLD=1 leaves the primer out, to measure that cold start.
+ *  - A variant whose single run takes long enough that a program would
+ *    exceed its time budget (WSPOOL_BENCH_BUDGET seconds for warm-up and
+ *    runs, default 45) gets fewer runs, never fewer than 3; the table says
+ *    how many.
  *  - Every run checks its answer; a wrong answer makes the program exit 1.
  *    Missing a performance target does not (the table says MET / NOT MET).
  *
@@ -71,6 +71,16 @@ static inline void bench_sleep_ms(double ms) {
  * (libgomp, TBB, wspool all spin briefly before they sleep) go to sleep, so
  * they do not steal a core from the next variant on this 2-core machine. */
 static inline void bench_settle(void) { bench_sleep_ms(20); }
+
+/* The process's CPU seconds while this thread sleeps `seconds`: what the
+ * runtime's idle threads cost. *wall receives the window's length. */
+static inline double bench_idle_window(double seconds, double *wall) {
+  double c0 = bench_cpu_time(), w0 = bench_now();
+  bench_sleep_ms(seconds * 1e3);
+  double c1 = bench_cpu_time(), w1 = bench_now();
+  *wall = w1 - w0;
+  return c1 - c0;
+}
 
 /* ---- environment ------------------------------------------------------ */
 
@@ -213,17 +223,36 @@ struct bench_variant {
 
 enum { BENCH_SEQ, BENCH_WSPOOL, BENCH_PEER };
 
-/* Measure all available variants: one warm-up round, then `runs` rounds,
- * interleaved, trimming the runs of slow variants to stay in `budget`
- * seconds (never below 3 runs, or `runs` when that is smaller). */
-static inline void bench_measure(bench_variant *v, int nv, int runs, double budget) {
-  double warm[64];
-  int primed[64];
-  const char *cold = getenv("WSPOOL_BENCH_COLD");
-  int prime = !(cold && *cold && strcmp(cold, "0") != 0);
-  int minruns = runs < 3 ? runs : 3;
-  if (nv > 64) nv = 64; /* no benchmark has nearly as many variants */
-  double total = 0, start = bench_now();
+/* The rows of a variant table, by kind. A wspool row's ctx is its pool;
+ * `p` goes to the variant's param. */
+#define BENCH_ROW(k, nm, thr, avail, fn, c, p)                                           \
+  {                                                                                        \
+    .name = (nm), .threads = (thr), .kind = (k), .available = (avail), .run = (fn),        \
+    .ctx = (c), .param = (p)                                                               \
+  }
+#define BENCH_SEQ_ROW(nm, fn) BENCH_ROW(BENCH_SEQ, nm, 1, 1, fn, NULL, 0)
+#define BENCH_WSPOOL_ROW(nm, thr, fn, pool, p) BENCH_ROW(BENCH_WSPOOL, nm, thr, 1, fn, pool, p)
+#define BENCH_PEER_ROW(nm, thr, avail, fn, p) BENCH_ROW(BENCH_PEER, nm, thr, avail, fn, NULL, p)
+/* The rows "<label> T1" and "<label> T2" on pools[0] (1 worker) and
+ * pools[1] (2 workers); bench_ratio_pair prints their ratios line. */
+#define BENCH_WSPOOL_PAIR(label, fn, pools, p)          \
+  BENCH_WSPOOL_ROW(label " T1", 1, fn, (pools)[0], p), \
+  BENCH_WSPOOL_ROW(label " T2", 2, fn, (pools)[1], p)
+/* The number of rows of a table (an array, not a pointer). */
+#define BENCH_COUNT(rows) ((int)(sizeof(rows) / sizeof((rows)[0])))
+
+/* What bench_measure learns from the warm-up round, per variant. */
+typedef struct bench_plan {
+  double warm[64]; /* what one more run costs: the whole call and the pause */
+  int primed[64];  /* 1: each timed run follows an untimed one (a short run) */
+} bench_plan;
+
+/* The warm-up round: one run of each available variant. A long run is warm
+ * after its first fraction of a second, so it counts as the first measured
+ * run and gets no primer. Returns what the planned runs would take. */
+static inline double bench_warm_up(bench_variant *v, int nv, int runs, int prime,
+                                   bench_plan *pl) {
+  double total = 0;
   for (int i = 0; i < nv; i++) {
     v[i].nt = 0;
     v[i].first_round = 0;
@@ -234,28 +263,31 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
     double t = v[i].run(&v[i]);
     /* What one more run costs: the whole call (setup and check included)
      * and the pause before it. */
-    warm[i] = bench_now() - w0 + 0.02;
-    /* A long run is warm after its first fraction of a second: count it,
-     * and give it no primer. */
-    primed[i] = prime && t < 0.5;
-    if (primed[i]) warm[i] += warm[i] - 0.02; /* the primer: one more run, no pause */
+    pl->warm[i] = bench_now() - w0 + 0.02;
+    pl->primed[i] = prime && t < 0.5;
+    /* The primer: one more run, no pause. */
+    if (pl->primed[i]) pl->warm[i] += pl->warm[i] - 0.02;
     if (t >= 0.5) {
       v[i].t[v[i].nt++] = t;
       v[i].first_round = 1;
     }
-    total += warm[i] * (runs - v[i].nt);
+    total += pl->warm[i] * (runs - v[i].nt);
     fflush(stdout);
     fprintf(stderr, "  warm-up %-30s %10.3f ms\n", v[i].name, t * 1e3);
   }
-  /* Trim: take a run from the variant with the largest projected time, until
-   * the rest fits in what the warm-up left of the budget. */
-  budget -= bench_now() - start;
+  return total;
+}
+
+/* Trim: take a run from the variant with the largest projected time, until
+ * the projected `total` fits in `budget`; never below `minruns`. */
+static inline void bench_trim(bench_variant *v, int nv, const bench_plan *pl, double total,
+                              double budget, int minruns) {
   while (total > budget) {
     int best = -1;
     double bt = 0;
     for (int i = 0; i < nv; i++) {
       if (!v[i].available || v[i].runs <= minruns) continue;
-      double proj = warm[i] * (v[i].runs - v[i].nt);
+      double proj = pl->warm[i] * (v[i].runs - v[i].nt);
       if (proj > bt) {
         bt = proj;
         best = i;
@@ -263,16 +295,12 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
     }
     if (best < 0) break;
     v[best].runs--;
-    total -= warm[best];
+    total -= pl->warm[best];
   }
-  for (int r = 0; r < runs; r++) {
-    for (int i = 0; i < nv; i++) {
-      if (!v[i].available || v[i].nt >= v[i].runs) continue;
-      bench_settle();
-      if (primed[i]) (void)v[i].run(&v[i]); /* untimed; checks its answer */
-      v[i].t[v[i].nt++] = v[i].run(&v[i]);
-    }
-  }
+}
+
+/* Median, min and max of each variant's runs, and the median of aux. */
+static inline void bench_summarise(bench_variant *v, int nv) {
   for (int i = 0; i < nv; i++) {
     if (!v[i].available || v[i].nt == 0) continue;
     double tmp[BENCH_MAX_RUNS];
@@ -285,13 +313,51 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
   }
 }
 
+/* Measure all available variants: one warm-up round, then `runs` rounds,
+ * interleaved, trimming the runs of slow variants to stay in `budget`
+ * seconds (never below 3 runs, or `runs` when that is smaller). */
+static inline void bench_measure(bench_variant *v, int nv, int runs, double budget) {
+  bench_plan pl;
+  const char *cold = getenv("WSPOOL_BENCH_COLD");
+  int prime = !(cold && *cold && strcmp(cold, "0") != 0);
+  if (nv > 64) nv = 64; /* no benchmark has nearly as many variants */
+  double start = bench_now();
+  double total = bench_warm_up(v, nv, runs, prime, &pl);
+  bench_trim(v, nv, &pl, total, budget - (bench_now() - start), runs < 3 ? runs : 3);
+  for (int r = 0; r < runs; r++) {
+    for (int i = 0; i < nv; i++) {
+      if (!v[i].available || v[i].nt >= v[i].runs) continue;
+      bench_settle();
+      if (pl.primed[i]) (void)v[i].run(&v[i]); /* untimed; checks its answer */
+      v[i].t[v[i].nt++] = v[i].run(&v[i]);
+    }
+  }
+  bench_summarise(v, nv);
+}
+
+#ifndef __cplusplus
+/* The timed region of a run whose root task fn(arg) is submitted into the
+ * variant's pool (ctx) from this thread, which then waits until the pool
+ * is idle: submission, the whole computation and this thread's wake-up.
+ * An error from either call counts as a wrong answer; the caller checks
+ * the result. */
+static inline double bench_run_root(const bench_variant *v, pool_fn fn, void *arg) {
+  pool_t *p = v->ctx;
+  double t0 = bench_now();
+  int rc = pool_submit(p, fn, arg);
+  if (rc == 0) rc = pool_wait_idle(p);
+  double t = bench_now() - t0;
+  if (rc) bench_fail("%s: %s", v->name, pool_strerror(rc));
+  return t;
+}
+#endif
+
 /* The median over rounds of a's time over b's time in the same round, or 0
- * when they share no round. This machine's speed drifts in phases (runs of
- * one program 30 % apart for seconds at a time), so a ratio of two runs made
- * within the same round, moments apart, is steadier than a ratio of two
- * medians taken over the whole program; benchmarks print both. Variants
- * compared this way are listed next to each other, so a round runs them
- * back to back. */
+ * when they share no round. A shared machine's speed drifts in phases that
+ * last seconds, so a ratio of two runs made within the same round, moments
+ * apart, is steadier than a ratio of two medians taken over the whole
+ * program; benchmarks print both. Variants compared this way are listed
+ * next to each other, so a round runs them back to back. */
 static inline double bench_paired_ratio(const bench_variant *a, const bench_variant *b) {
   double r[BENCH_MAX_RUNS];
   int n = 0;
@@ -321,6 +387,15 @@ static inline bench_variant *bench_find(bench_variant *v, int nv, const char *na
   for (int i = 0; i < nv; i++)
     if (strcmp(v[i].name, name) == 0) return v[i].available && v[i].nt ? &v[i] : NULL;
   return NULL;
+}
+
+/* The ratios line of the rows BENCH_WSPOOL_PAIR(label, ...) made. */
+static inline void bench_ratio_pair(bench_variant *v, int nv, const bench_variant *ts,
+                                    const char *label) {
+  char n1[64], n2[64];
+  snprintf(n1, sizeof n1, "%s T1", label);
+  snprintf(n2, sizeof n2, "%s T2", label);
+  bench_ratio_line(label, ts, bench_find(v, nv, n1), bench_find(v, nv, n2), "");
 }
 
 /* Table: variant, threads, median ms, min..max spread, runs, ratio vs

@@ -24,6 +24,26 @@
 #define HAVE_TBB 0
 #endif
 
+#ifndef __cplusplus
+#include "benchutil.h"
+
+/* The peer rows of the fork/join benchmarks (bench_nqueens, bench_sort,
+ * bench_uts): OpenMP tasks and oneTBB task_group on 1 and 2 threads, in
+ * this order; bench_ratio_task_peers prints their ratios lines. */
+#define BENCH_TASK_PEER_ROWS(omp_run, tbb_run)                       \
+  BENCH_PEER_ROW("OpenMP tasks 1 thr", 1, HAVE_OMP, omp_run, 0),      \
+  BENCH_PEER_ROW("OpenMP tasks 2 thr", 2, HAVE_OMP, omp_run, 0),      \
+  BENCH_PEER_ROW("oneTBB task_group 1 thr", 1, HAVE_TBB, tbb_run, 0), \
+  BENCH_PEER_ROW("oneTBB task_group 2 thr", 2, HAVE_TBB, tbb_run, 0)
+
+static inline void bench_ratio_task_peers(bench_variant *v, int nv, const bench_variant *ts) {
+  bench_ratio_line("OpenMP tasks", ts, bench_find(v, nv, "OpenMP tasks 1 thr"),
+                   bench_find(v, nv, "OpenMP tasks 2 thr"), "built without OpenMP");
+  bench_ratio_line("oneTBB task_group", ts, bench_find(v, nv, "oneTBB task_group 1 thr"),
+                   bench_find(v, nv, "oneTBB task_group 2 thr"), "built without oneTBB");
+}
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared helpers for wspool's tests: exact checks, a watchdog, stress scaling.
- * Every test is a program that exits 0 on success, 1 on failure, 77 when
- * it cannot run here (meson's "skipped"). */
+/* Shared by every test program: exact checks, the runner with its named
+ * cases and watchdog (harness.h), stress scaling, and which sanitizer the
+ * build runs under. A program exits 0 on success, 1 on failure, 77 when it
+ * cannot run here (meson's "skipped"). C11 and C++17. */
 #ifndef WSPOOL_TEST_CHECK_H
 #define WSPOOL_TEST_CHECK_H
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "harness.h"
 
 #define CHECK(cond)                                                                  \
   do {                                                                               \
     if (!(cond)) {                                                                   \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-      exit(1);                                                                       \
+      test_fail_exit_();                                                             \
     }                                                                                \
   } while (0)
 
@@ -26,30 +27,21 @@
     if (check_a_ != check_b_) {                                                      \
       fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", __FILE__,  \
               __LINE__, #a, check_a_, #b, check_b_);                                 \
-      exit(1);                                                                       \
+      test_fail_exit_();                                                             \
     }                                                                                \
   } while (0)
 
 /* An API call that must return 0. */
 #define CHECK_OK(call) CHECK_EQ((call), 0)
 
-static void check_watchdog_fired(int sig) {
-  (void)sig;
-  static const char msg[] = "watchdog: test hung (a lost wake-up or deadlock)\n";
-  if (write(2, msg, sizeof msg - 1) < 0) {
-  }
-  _exit(1);
-}
-
-/* Fail the test, instead of hanging CI, if it runs longer than `seconds`
- * (scaled by WSPOOL_STRESS like the iteration counts). */
-static inline void check_watchdog(unsigned seconds) {
-  const char *s = getenv("WSPOOL_STRESS");
-  unsigned long m = s ? strtoul(s, NULL, 10) : 1;
-  if (m < 1) m = 1;
-  signal(SIGALRM, check_watchdog_fired);
-  alarm((unsigned)(seconds * m));
-}
+/* A failure found by the test's own logic: the message (printf-style),
+ * then the exit of a failed check. */
+#define FAIL(...)                                       \
+  do {                                                  \
+    fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);     \
+    fprintf(stderr, __VA_ARGS__);                       \
+    test_fail_exit_();                                  \
+  } while (0)
 
 /* Iteration counts for stress tests: `base` times WSPOOL_STRESS (default 1),
  * so CI stays fast and a long soak is one variable away. */
@@ -58,5 +50,28 @@ static inline unsigned long check_iters(unsigned long base) {
   unsigned long m = s ? strtoul(s, NULL, 10) : 1;
   return base * (m < 1 ? 1 : m);
 }
+
+/* The sanitizer this build runs under (GCC's __SANITIZE_* macros, clang's
+ * __has_feature): each 1 or 0. */
+#ifdef __has_feature
+#define TEST_HAS_FEATURE_(x) __has_feature(x)
+#else
+#define TEST_HAS_FEATURE_(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || TEST_HAS_FEATURE_(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#else
+#define TEST_UNDER_ASAN 0
+#endif
+#if defined(__SANITIZE_THREAD__) || TEST_HAS_FEATURE_(thread_sanitizer)
+#define TEST_UNDER_TSAN 1
+#else
+#define TEST_UNDER_TSAN 0
+#endif
+#if TEST_UNDER_ASAN || TEST_UNDER_TSAN || TEST_HAS_FEATURE_(memory_sanitizer)
+#define TEST_UNDER_SANITIZER 1
+#else
+#define TEST_UNDER_SANITIZER 0
+#endif
 
 #endif

@@ -13,7 +13,7 @@
  *    works; repeated failures do not accumulate anything;
  *  - with the limit raised again, a normal 8-worker pool works.
  * Skipped (77) under AddressSanitizer / ThreadSanitizer, which reserve huge
- * address ranges. */
+ * address ranges, and under an emulator. One case: rlimit. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -27,40 +27,14 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-
-#ifndef UNDER_SANITIZER
 enum { STACK = 64 << 20 };
-
-/* A field of /proc/self/status, in its own units (kB for Vm*). */
-static long status_field(const char *name) {
-  FILE *f = fopen("/proc/self/status", "r");
-  CHECK(f != NULL);
-  char line[256];
-  long v = -1;
-  size_t len = strlen(name);
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, name, len) && line[len] == ':') {
-      v = strtol(line + len + 1, NULL, 10);
-      break;
-    }
-  fclose(f);
-  CHECK(v >= 0);
-  return v;
-}
 
 static void wait_single_thread(void) {
   /* The joined threads disappear from /proc promptly; a thread that was
    * not joined never does (the watchdog then fails the test). */
-  while (status_field("Threads") != 1) usleep(1000);
+  while (proc_status_field("Threads") != 1) usleep(1000);
 }
 
 static atomic_int hits;
@@ -74,6 +48,32 @@ static void use_pool(pool_t *p, int n) {
   for (int i = 0; i < n; i++) CHECK_OK(pool_submit(p, hit, NULL));
   CHECK_OK(pool_wait_idle(p));
   CHECK_EQ(atomic_load(&hits), n);
+}
+
+/* Under the lowered limit, six times: an 8-worker (or 3-worker) pool fails
+ * at its third stack, and then a 2-worker pool still fits and works. */
+static void failing_rounds(pool_config_t *cfg) {
+  for (int round = 0; round < 6; round++) {
+    pool_t *sentinel = (pool_t *)(uintptr_t)0xBADC0DE0u;
+    pool_t *p = sentinel;
+    cfg->threads = round % 2 ? 3 : 8;
+    int rc = pool_create(&p, cfg);
+    if (rc != EAGAIN) fprintf(stderr, "round %d: pool_create -> %d (%s)\n", round, rc, strerror(rc));
+    CHECK_EQ(rc, EAGAIN);
+    CHECK(p == sentinel);
+    wait_single_thread();
+
+    /* Two workers fit under the same limit: nothing of the failed create
+     * is left over. */
+    cfg->threads = 2;
+    p = NULL;
+    rc = pool_create(&p, cfg);
+    if (rc != 0) fprintf(stderr, "round %d: 2-worker pool -> %d (%s)\n", round, rc, strerror(rc));
+    CHECK_OK(rc);
+    use_pool(p, 1000);
+    CHECK_OK(pool_destroy(p));
+    wait_single_thread();
+  }
 }
 
 static int child(void) {
@@ -95,7 +95,7 @@ static int child(void) {
 
   struct rlimit old;
   CHECK_OK(getrlimit(RLIMIT_AS, &old));
-  long vm_kb = status_field("VmSize");
+  long vm_kb = proc_status_field("VmSize");
   struct rlimit lim = old;
   lim.rlim_cur = (rlim_t)vm_kb * 1024 + 2 * (rlim_t)STACK + (rlim_t)(STACK / 2);
   if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur) {
@@ -103,29 +103,7 @@ static int child(void) {
     return 77;
   }
   CHECK_OK(setrlimit(RLIMIT_AS, &lim));
-
-  for (int round = 0; round < 6; round++) {
-    pool_t *sentinel = (pool_t *)(uintptr_t)0xBADC0DE0u;
-    p = sentinel;
-    cfg.threads = round % 2 ? 3 : 8;
-    int rc = pool_create(&p, &cfg);
-    if (rc != EAGAIN) fprintf(stderr, "round %d: pool_create -> %d (%s)\n", round, rc, strerror(rc));
-    CHECK_EQ(rc, EAGAIN);
-    CHECK(p == sentinel);
-    wait_single_thread();
-
-    /* Two workers fit under the same limit: nothing of the failed create
-     * is left over. */
-    cfg.threads = 2;
-    p = NULL;
-    rc = pool_create(&p, &cfg);
-    if (rc != 0) fprintf(stderr, "round %d: 2-worker pool -> %d (%s)\n", round, rc, strerror(rc));
-    CHECK_OK(rc);
-    use_pool(p, 1000);
-    CHECK_OK(pool_destroy(p));
-    wait_single_thread();
-  }
-
+  failing_rounds(&cfg);
   CHECK_OK(setrlimit(RLIMIT_AS, &old));
   cfg.threads = 8;
   p = NULL;
@@ -137,20 +115,9 @@ static int child(void) {
   return 0;
 }
 
-#endif /* !UNDER_SANITIZER */
-
-int main(void) {
-#ifdef UNDER_SANITIZER
-  fprintf(stderr, "skipped: sanitizers reserve too much address space for RLIMIT_AS\n");
-  return 77;
-#else
-  if (getenv("WSPOOL_TEST_EMULATED")) {
-    /* Under qemu-user RLIMIT_AS limits the emulator's own address space,
-     * not the guest's stacks: the arithmetic below does not hold. */
-    fprintf(stderr, "skipped: RLIMIT_AS does not model thread stacks under an emulator\n");
-    return 77;
-  }
-  check_watchdog(90);
+/* The checks run in a forked child, whose malloc arenas and address-space
+ * limit they change. */
+static void case_rlimit(void) {
   fflush(NULL);
   pid_t pid = fork();
   CHECK(pid >= 0);
@@ -161,11 +128,19 @@ int main(void) {
   }
   int status;
   while (waitpid(pid, &status, 0) < 0) CHECK(errno == EINTR);
-  if (WIFSIGNALED(status)) {
-    fprintf(stderr, "child killed by signal %d\n", WTERMSIG(status));
-    return 1;
-  }
+  if (WIFSIGNALED(status)) FAIL("child killed by signal %d\n", WTERMSIG(status));
   CHECK(WIFEXITED(status));
-  return WEXITSTATUS(status);
-#endif
+  if (WEXITSTATUS(status) == 77) TEST_SKIP("RLIMIT_AS already too low here");
+  CHECK_EQ(WEXITSTATUS(status), 0);
 }
+
+static const char *skip_reason(void) {
+  if (TEST_UNDER_SANITIZER) return "sanitizers reserve too much address space for RLIMIT_AS";
+  /* Under qemu-user RLIMIT_AS limits the emulator's own address space,
+   * not the guest's stacks: the arithmetic does not hold. */
+  if (getenv("WSPOOL_TEST_EMULATED"))
+    return "RLIMIT_AS does not model thread stacks under an emulator";
+  return NULL;
+}
+
+TEST_MAIN_WITH(skip_reason(), NULL, 90, TEST_CASE(rlimit))

@@ -13,7 +13,7 @@
  *  - group spawn and group wait on a group never initialised;
  *  - a second pool_group_wait while one runs; pool_group_init on a group
  *    whose children are pending.
- * In other builds: skipped (77). */
+ * One case per misuse, named after it. In other builds: skipped (77). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -26,7 +26,7 @@
 #include <wspool.h>
 
 #include "check.h"
-#include "core_util.h"
+#include "testutil.h"
 #include "wspool_test_config.h"
 
 /* After the misusing call, so it stays a call (a tail call would leave
@@ -43,15 +43,6 @@ static void blocker(void *arg) {
   while (!atomic_load(&release_flag)) sched_yield();
 }
 
-static pool_t *make_pool(void) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
-  return p;
-}
-
 /* ---- the misuses (each ends in the library's abort) ------------------- */
 
 __attribute__((noinline)) void misuse_spawn_pending_inside(void *arg) {
@@ -61,7 +52,7 @@ __attribute__((noinline)) void misuse_spawn_pending_inside(void *arg) {
   pool_spawn(NULL, &t, nothing, NULL); /* still pending */
   NO_TAIL_CALL();
 }
-static void case_spawn_pending_inside(void) {
+static void run_spawn_pending_inside(void) {
   CHECK_OK(pool_submit(pool, misuse_spawn_pending_inside, NULL));
   pool_wait_idle(pool);
 }
@@ -90,7 +81,7 @@ __attribute__((noinline)) void misuse_take_after_sync(void *arg) {
   pool_take(&t);
   NO_TAIL_CALL();
 }
-static void case_take_after_sync(void) {
+static void run_take_after_sync(void) {
   CHECK_OK(pool_submit(pool, misuse_take_after_sync, NULL));
   pool_wait_idle(pool);
 }
@@ -102,7 +93,7 @@ __attribute__((noinline)) void *misuse_sync_other_thread(void *arg) {
   NO_TAIL_CALL();
   return NULL;
 }
-static void case_sync_other_thread(void) {
+static void run_sync_other_thread(void) {
   CHECK_OK(pool_spawn(pool, &shared_frame, nothing, NULL));
   pthread_t th;
   CHECK_OK(pthread_create(&th, NULL, misuse_sync_other_thread, NULL));
@@ -158,25 +149,6 @@ typedef struct misuse_case {
   const char *site;   /* the caller's name in the stack */
 } misuse_case;
 
-static const misuse_case cases[] = {
-    {"spawn into a pending frame (worker)", case_spawn_pending_inside, "still pending",
-     "misuse_spawn_pending_inside"},
-    {"spawn into a pending frame (outside)", misuse_spawn_pending_outside, "still pending",
-     "misuse_spawn_pending_outside"},
-    {"sync twice", misuse_sync_twice, "not pending", "misuse_sync_twice"},
-    {"take after sync", case_take_after_sync, "not pending", "misuse_take_after_sync"},
-    {"sync from another thread", case_sync_other_thread, "other than the one that spawned",
-     "misuse_sync_other_thread"},
-    {"group spawn uninitialised", misuse_group_uninit_spawn, "never initialised",
-     "misuse_group_uninit_spawn"},
-    {"group wait uninitialised", misuse_group_uninit_wait, "never initialised",
-     "misuse_group_uninit_wait"},
-    {"two group waits at once", misuse_group_second_wait, "two pool_group_wait",
-     "pool_group_wait"},
-    {"group init with children pending", misuse_group_reinit_pending, "children pending",
-     "misuse_group_reinit_pending"},
-};
-
 static void run_case(const misuse_case *c) {
   int fds[2];
   CHECK_OK(pipe(fds));
@@ -187,7 +159,7 @@ static void run_case(const misuse_case *c) {
     check_watchdog(20);
     dup2(fds[1], 2);
     close(fds[0]);
-    pool = make_pool();
+    pool = make_pool(2);
     c->run();
     _exit(3); /* not detected */
   }
@@ -208,9 +180,32 @@ static void run_case(const misuse_case *c) {
   }
 }
 
-int main(void) {
-  if (!WSPOOL_TEST_DEBUG_CHECKS) return 77;
-  check_watchdog(120);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
-  return 0;
-}
+/* The case NAME: RUN misuses the API; the report says REPORT and its stack
+ * names SITE. */
+#define MISUSE_CASE(name, run, report, site)                  \
+  static void case_##name(void) {                             \
+    static const misuse_case c = {#name, run, report, site}; \
+    run_case(&c);                                             \
+  }
+
+MISUSE_CASE(spawn_pending_inside, run_spawn_pending_inside, "still pending",
+            "misuse_spawn_pending_inside")
+MISUSE_CASE(spawn_pending_outside, misuse_spawn_pending_outside, "still pending",
+            "misuse_spawn_pending_outside")
+MISUSE_CASE(sync_twice, misuse_sync_twice, "not pending", "misuse_sync_twice")
+MISUSE_CASE(take_after_sync, run_take_after_sync, "not pending", "misuse_take_after_sync")
+MISUSE_CASE(sync_other_thread, run_sync_other_thread, "other than the one that spawned",
+            "misuse_sync_other_thread")
+MISUSE_CASE(group_uninit_spawn, misuse_group_uninit_spawn, "never initialised",
+            "misuse_group_uninit_spawn")
+MISUSE_CASE(group_uninit_wait, misuse_group_uninit_wait, "never initialised",
+            "misuse_group_uninit_wait")
+MISUSE_CASE(group_second_wait, misuse_group_second_wait, "two pool_group_wait", "pool_group_wait")
+MISUSE_CASE(group_reinit_pending, misuse_group_reinit_pending, "children pending",
+            "misuse_group_reinit_pending")
+
+TEST_MAIN_WITH(WSPOOL_TEST_DEBUG_CHECKS ? NULL : "not a debug_checks build", NULL, 120,
+               TEST_CASE(spawn_pending_inside), TEST_CASE(spawn_pending_outside),
+               TEST_CASE(sync_twice), TEST_CASE(take_after_sync), TEST_CASE(sync_other_thread),
+               TEST_CASE(group_uninit_spawn), TEST_CASE(group_uninit_wait),
+               TEST_CASE(group_second_wait), TEST_CASE(group_reinit_pending))

@@ -20,7 +20,8 @@
  *    - once the owner has stopped, a steal reporting empty with lost == 0
  *      means the deque is really empty (top >= bottom).
  * 4. Thieves only on a pre-filled deque (no owner pop): a steal fails only
- *    with lost == 1 while items remain. */
+ *    with lost == 1 while items remain, and they steal it empty.
+ * Cases: model, orders, owner_thieves, steal_all (1 to 4). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 
 #include "check.h"
 #include "deque.h"
+#include "testutil.h"
 
 static ws_task *items;
 static size_t nitems;
@@ -38,15 +40,6 @@ static size_t idx_of(ws_task *t) {
   CHECK(t != NULL);
   CHECK(t >= items && t < items + nitems);
   return (size_t)(t - items);
-}
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
 }
 
 static void alloc_items(size_t n) {
@@ -163,6 +156,11 @@ static void test_single_orders(size_t n) {
 
 /* ---- 3. owner + thieves ------------------------------------------------ */
 
+/* top >= bottom: nothing left to take. */
+static void check_really_empty(ws_deque *dq) {
+  CHECK(ws_i64_load(&dq->top, ws_seq_cst) >= ws_i64_load(&dq->bottom, ws_seq_cst));
+}
+
 typedef struct shared {
   ws_deque dq;
   atomic_int done;  /* owner finished every operation */
@@ -202,12 +200,67 @@ static void *thief_main(void *p) {
     }
     if (done) {
       /* The owner stopped before this steal: empty must be real. */
-      CHECK(ws_i64_load(&sh->dq.top, ws_seq_cst) >= ws_i64_load(&sh->dq.bottom, ws_seq_cst));
+      check_really_empty(&sh->dq);
       break;
     }
     if (++idle % 16 == 0) sched_yield();
   }
   return NULL;
+}
+
+/* The owner's side of a round: shadow[lo..hi) are the items it pushed and
+ * has not popped itself (thieves take from the other end). */
+typedef struct owner {
+  ws_deque *dq;
+  size_t *shadow, lo, hi;
+  size_t mine; /* items the owner popped */
+} owner;
+
+static void owner_push(owner *o, size_t i) {
+  int64_t before = ws_deque_size_hint(o->dq);
+  CHECK_OK(ws_deque_push(o->dq, &items[i]));
+  CHECK(before >= 0);
+  CHECK(before <= (long long)(o->hi - o->lo)); /* thieves only remove */
+  o->shadow[o->hi++] = i;
+}
+
+/* A pop that returned x: exactly the newest item the owner still has, and
+ * below *prev (the owner's pops between two pushes are decreasing). */
+static void owner_popped(owner *o, ws_task *x, long long *prev) {
+  CHECK(o->hi > o->lo);
+  size_t i = idx_of(x);
+  CHECK_EQ(i, o->shadow[o->hi - 1]); /* exactly the newest remaining */
+  if (*prev >= 0) CHECK((long long)i < *prev);
+  *prev = (long long)i;
+  o->hi--;
+  atomic_fetch_add(&taken[i], 1);
+  o->mine++;
+}
+
+/* Pushes [base, base + n) in bursts, popping some after each. */
+static void owner_push_pop(owner *o, size_t base, size_t n, uint64_t *seed) {
+  size_t next = base, end = base + n;
+  while (next < end) {
+    uint64_t r = rng_next(seed);
+    /* Mostly small bursts, sometimes a big one: the array keeps growing
+     * while thieves read the old one. */
+    size_t burst = (r & 7) == 0 ? 1 + (size_t)((r >> 8) % 2048) : 1 + (size_t)((r >> 8) % 24);
+    if (burst > end - next) burst = end - next;
+    for (size_t k = 0; k < burst; k++) owner_push(o, next++);
+    size_t pops = (size_t)((r >> 32) % (burst + 2));
+    long long prev = -1;
+    for (size_t k = 0; k < pops; k++) {
+      ws_task *x = ws_deque_pop(o->dq);
+      if (!x) {
+        /* Everything the owner still had was stolen. */
+        check_really_empty(o->dq);
+        o->lo = o->hi = 0;
+        break;
+      }
+      owner_popped(o, x, &prev);
+    }
+    if (o->lo == o->hi) o->lo = o->hi = 0;
+  }
 }
 
 /* One round: a fresh deque of 4 slots, `n` items, `nthieves` thieves. */
@@ -225,70 +278,24 @@ static void owner_round(unsigned nthieves, size_t base, size_t n, uint64_t *seed
   }
   atomic_store(&sh.go, 1);
 
-  size_t slo = 0, shi = 0; /* shadow[slo..shi): pushed, not popped by owner */
-  size_t next = base, end = base + n;
-  size_t mine = 0;
-  while (next < end) {
-    uint64_t r = rng_next(seed);
-    /* Mostly small bursts, sometimes a big one: the array keeps growing
-     * while thieves read the old one. */
-    size_t burst = (r & 7) == 0 ? 1 + (size_t)((r >> 8) % 2048) : 1 + (size_t)((r >> 8) % 24);
-    if (burst > end - next) burst = end - next;
-    for (size_t k = 0; k < burst; k++) {
-      int64_t before = ws_deque_size_hint(&sh.dq);
-      CHECK_OK(ws_deque_push(&sh.dq, &items[next]));
-      CHECK(before >= 0);
-      CHECK(before <= (long long)(shi - slo)); /* thieves only remove */
-      shadow[shi++] = next++;
-    }
-    size_t pops = (size_t)((r >> 32) % (burst + 2));
-    long long prev = -1;
-    for (size_t k = 0; k < pops; k++) {
-      ws_task *x = ws_deque_pop(&sh.dq);
-      if (!x) {
-        /* Everything the owner still had was stolen. */
-        CHECK(ws_i64_load(&sh.dq.top, ws_seq_cst) >= ws_i64_load(&sh.dq.bottom, ws_seq_cst));
-        slo = shi = 0;
-        break;
-      }
-      CHECK(shi > slo);
-      size_t i = idx_of(x);
-      CHECK_EQ(i, shadow[shi - 1]); /* exactly the newest remaining */
-      if (prev >= 0) CHECK((long long)i < prev); /* decreasing between pushes */
-      prev = (long long)i;
-      shi--;
-      atomic_fetch_add(&taken[i], 1);
-      mine++;
-    }
-    if (slo == shi) slo = shi = 0;
-  }
+  owner o = {&sh.dq, shadow, 0, 0, 0};
+  owner_push_pop(&o, base, n, seed);
   if (owner_drains) {
     long long prev = -1;
-    for (;;) {
-      ws_task *x = ws_deque_pop(&sh.dq);
-      if (!x) break;
-      size_t i = idx_of(x);
-      CHECK(shi > slo);
-      CHECK_EQ(i, shadow[shi - 1]);
-      if (prev >= 0) CHECK((long long)i < prev);
-      prev = (long long)i;
-      shi--;
-      atomic_fetch_add(&taken[i], 1);
-      mine++;
-    }
-    CHECK(ws_i64_load(&sh.dq.top, ws_seq_cst) >= ws_i64_load(&sh.dq.bottom, ws_seq_cst));
+    for (ws_task *x; (x = ws_deque_pop(&sh.dq)) != NULL;) owner_popped(&o, x, &prev);
+    check_really_empty(&sh.dq);
   }
   atomic_store_explicit(&sh.done, 1, memory_order_release);
-  size_t total = mine;
+  size_t total = o.mine;
   for (unsigned k = 0; k < nthieves; k++) {
     CHECK_OK(pthread_join(th[k], NULL));
     total += ta[k].got;
   }
   CHECK_EQ(total, n);
-  for (size_t i = base; i < end; i++) CHECK_EQ(atomic_load(&taken[i]), 1);
+  for (size_t i = base; i < base + n; i++) CHECK_EQ(atomic_load(&taken[i]), 1);
   CHECK(ws_deque_pop(&sh.dq) == NULL);
   ws_deque_destroy(&sh.dq);
-  *owner_got += mine;
+  *owner_got += o.mine;
 }
 
 static void test_concurrent(unsigned nthieves, size_t n, unsigned rounds, uint64_t seed) {
@@ -368,16 +375,24 @@ static void test_steal_only(unsigned nthieves, size_t n) {
   free_items();
 }
 
-int main(void) {
-  check_watchdog(240);
+static void case_model(void) {
   for (unsigned log = 0; log <= 3; log++)
     test_model(log, 0x1234567ull + log, check_iters(40000));
+}
+
+static void case_orders(void) {
   test_single_orders(1);
   test_single_orders(5);
   test_single_orders(check_iters(10000));
+}
 
+static void case_owner_thieves(void) {
   size_t n = check_iters(120000);
   for (unsigned t = 1; t <= 8; t++) test_concurrent(t, n, 12, 0xABCDEF12345ull * t + 1);
-  for (unsigned t = 1; t <= 8; t *= 2) test_steal_only(t, check_iters(30000));
-  return 0;
 }
+
+static void case_steal_all(void) {
+  for (unsigned t = 1; t <= 8; t *= 2) test_steal_only(t, check_iters(30000));
+}
+
+TEST_MAIN(240, TEST_CASE(model), TEST_CASE(orders), TEST_CASE(owner_thieves), TEST_CASE(steal_all))

@@ -8,7 +8,8 @@
  *     that do fork/join (spawn/sync, groups) inside during the drain.
  *  4. Create/destroy churn with work in flight: check_iters(200) cycles of
  *     varied worker counts and loads, including destroy right after create
- *     and destroy of a pool that never got work. */
+ *     and destroy of a pool that never got work.
+ * Cases: queued, asleep, drain_submits, churn. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -19,16 +20,12 @@
 #include <wspool.h>
 
 #include "check.h"
-#include "core_util.h"
+#include "testutil.h"
 
 static atomic_uint *flags;
 static size_t nflags;
 
-static void reset_flags(size_t n) {
-  free((void *)flags);
-  flags = flags_alloc(n);
-  nflags = n;
-}
+static void reset_flags(size_t n) { flags_reset(&flags, &nflags, n); }
 
 /* A few microseconds of work the compiler cannot remove. */
 static void busy(unsigned iters) {
@@ -42,15 +39,6 @@ static void slow_mark(void *arg) {
   CHECK(i < nflags);
   busy(2000);
   atomic_fetch_add(&flags[i], 1);
-}
-
-static pool_t *make_pool(unsigned threads) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
-  return p;
 }
 
 /* ---- 1. queued work ----------------------------------------------------- */
@@ -97,29 +85,8 @@ static void tree_node(void *arg) {
   atomic_fetch_add(&tree_flags[v], 1);
 }
 
-/* Fork/join inside a task during the drain: fib with spawn/sync, and a
- * group of children, all of which must have run. */
-static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
-
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
-
-static void fib_task(void *a) {
-  fib_arg *f = a;
-  if (f->n < 2) {
-    f->r = f->n;
-    return;
-  }
-  fib_arg x = {f->n - 1, 0}, y = {f->n - 2, 0};
-  pool_task_t t;
-  CHECK_OK(pool_spawn(NULL, &t, fib_task, &x));
-  fib_task(&y);
-  CHECK_OK(pool_sync(&t));
-  f->r = x.r + y.r;
-}
-
+/* Fork/join inside a task during the drain: fib with spawn/sync
+ * (fib_task), and a group of children, all of which must have run. */
 static void group_child(void *arg) {
   size_t i = (size_t)(uintptr_t)arg;
   busy(100);
@@ -180,9 +147,7 @@ static void churn_task(void *arg) {
 static void test_churn(unsigned long cycles) {
   uint64_t s = 0x9E3779B97F4A7C15ull;
   for (unsigned long c = 0; c < cycles; c++) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
+    rng_next(&s);
     unsigned threads = 1 + (unsigned)(s % 4);
     size_t roots = (c % 5 == 0) ? 0 : (size_t)((s >> 16) % 64);
     /* Indices: roots at multiples of 4 spawn index+1; others are plain.
@@ -200,18 +165,24 @@ static void test_churn(unsigned long cycles) {
   }
 }
 
-int main(void) {
-  check_watchdog(200);
+static void case_queued(void) {
   test_queued(1, check_iters(2000));
   test_queued(2, check_iters(5000));
   test_queued(4, check_iters(5000));
+}
+
+static void case_asleep(void) {
   test_asleep(1);
   test_asleep(2);
   test_asleep(3);
+}
+
+static void case_drain_submits(void) {
   test_drain_submits(1, check_iters(3000), 4);
   test_drain_submits(2, check_iters(10000), 8);
   test_drain_submits(4, check_iters(10000), 8);
-  test_churn(check_iters(200));
-  free((void *)flags);
-  return 0;
 }
+
+static void case_churn(void) { test_churn(check_iters(200)); }
+
+TEST_MAIN(200, TEST_CASE(queued), TEST_CASE(asleep), TEST_CASE(drain_submits), TEST_CASE(churn))

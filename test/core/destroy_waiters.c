@@ -4,13 +4,14 @@
  * has visibly begun (an outside submit is refused with ESHUTDOWN), so the
  * waiters are certainly still blocked inside the pool when destroy drains.
  * Destroy must release them before freeing the pool (ASan would report the
- * use after free; a hang trips the watchdog). */
+ * use after free; a hang trips the watchdog). One case: blocked_waiters. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 static pool_t *pool;
 static atomic_int ran, waiters_ready, closing;
@@ -51,14 +52,10 @@ static void *group_waiter(void *arg) {
   return NULL;
 }
 
-int main(void) {
-  check_watchdog(60);
+static void case_blocked_waiters(void) {
   unsigned long rounds = check_iters(50);
   for (unsigned long r = 0; r < rounds; r++) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = 1 + (unsigned)(r % 3);
-    CHECK_OK(pool_create(&pool, &cfg));
+    pool = make_pool(1 + (unsigned)(r % 3));
     atomic_store(&ran, 0);
     atomic_store(&waiters_ready, 0);
     atomic_store(&closing, 0);
@@ -73,5 +70,6 @@ int main(void) {
     CHECK_OK(pthread_join(a, NULL));
     CHECK_OK(pthread_join(b, NULL));
   }
-  return 0;
 }
+
+TEST_MAIN(60, TEST_CASE(blocked_waiters))

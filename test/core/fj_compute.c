@@ -9,32 +9,20 @@
  *  - an array sum by halves (spawn/sync, grain 1..64) over sizes 0..big,
  *    every element visited exactly once (per-element counters), exact sum;
  *  - a sum over an irregular tree (node degree 0..7 from a hash), each node
- *    using a task group for its children: exact sum and every node once. */
+ *    using a task group for its children: exact sum and every node once.
+ * Cases: fib, fib_pair (two at once through an outside pool_join), sum,
+ * tree; each on a fresh pool of every size. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 static atomic_ulong calls;
 
 /* ---- fib ---------------------------------------------------------------- */
-
-static long fib_seq(int n) {
-  long a = 0, b = 1;
-  for (int i = 0; i < n; i++) {
-    long t = a + b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
 
 static void fib_spawn1(void *p) {
   fib_arg *f = p;
@@ -193,31 +181,37 @@ static void run(pool_t *pool, job *j, int mode) {
   }
 }
 
-static void test_pool(unsigned threads, int nfib, size_t nsum, unsigned tree_depth,
-                      const uint64_t *arr, atomic_uchar *seen) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *pool;
-  CHECK_OK(pool_create(&pool, &cfg));
-  job j[2];
+enum { NFIB = 20, TREE_DEPTH = 9 };
 
+static void fib_kinds(pool_t *pool) {
+  job j[2];
   for (int kind = 0; kind < 3; kind++)
-    for (int n = 0; n <= nfib; n++) {
+    for (int n = 0; n <= NFIB; n++) {
       int mode = (n + kind) % 2;
       j[0] = (job){.kind = kind, .f = {n, -1}};
       run(pool, j, mode);
       CHECK_EQ(j[0].f.r, fib_seq(n));
       CHECK_EQ(atomic_load(&calls), 2 * fib_seq(n + 1) - 1);
     }
-  /* Two computations at once through an outside pool_join. */
-  j[0] = (job){.kind = 0, .f = {nfib, -1}};
-  j[1] = (job){.kind = 2, .f = {nfib - 1, -1}};
-  run(pool, j, 2);
-  CHECK_EQ(j[0].f.r, fib_seq(nfib));
-  CHECK_EQ(j[1].f.r, fib_seq(nfib - 1));
-  CHECK_EQ(atomic_load(&calls), 2 * fib_seq(nfib + 1) - 1 + 2 * fib_seq(nfib) - 1);
+}
 
+/* Two computations at once through an outside pool_join. */
+static void fib_pair(pool_t *pool) {
+  job j[2];
+  j[0] = (job){.kind = 0, .f = {NFIB, -1}};
+  j[1] = (job){.kind = 2, .f = {NFIB - 1, -1}};
+  run(pool, j, 2);
+  CHECK_EQ(j[0].f.r, fib_seq(NFIB));
+  CHECK_EQ(j[1].f.r, fib_seq(NFIB - 1));
+  CHECK_EQ(atomic_load(&calls), 2 * fib_seq(NFIB + 1) - 1 + 2 * fib_seq(NFIB) - 1);
+}
+
+static uint64_t *arr;
+static atomic_uchar *seen;
+static size_t nsum;
+
+static void sums(pool_t *pool) {
+  job j[2];
   const size_t sizes[] = {0, 1, 2, 3, 7, 64, 1000, 4097, nsum};
   const size_t grains[] = {1, 3, 64};
   for (unsigned si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
@@ -231,8 +225,11 @@ static void test_pool(unsigned threads, int nfib, size_t nsum, unsigned tree_dep
       CHECK_EQ(j[0].s.r, expect);
       for (size_t i = 0; i < n; i++) CHECK_EQ(atomic_load(&seen[i]), 1);
     }
+}
 
-  for (unsigned d = 0; d <= tree_depth; d++) {
+static void trees(pool_t *pool) {
+  job j[2];
+  for (unsigned d = 0; d <= TREE_DEPTH; d++) {
     uint64_t count = 0;
     uint64_t expect = tree_seq(0, 0, d, &count);
     j[0] = (job){.kind = 4, .t = {0, 0, d, 0}};
@@ -240,19 +237,24 @@ static void test_pool(unsigned threads, int nfib, size_t nsum, unsigned tree_dep
     CHECK_EQ(j[0].t.r, expect);
     CHECK_EQ(atomic_load(&calls), count);
   }
-  CHECK_OK(pool_destroy(pool));
 }
 
-int main(void) {
-  check_watchdog(240);
-  size_t nsum = check_iters(200000);
-  uint64_t *arr = malloc(nsum * sizeof(uint64_t));
-  atomic_uchar *seen = malloc(nsum);
+/* fn on a fresh pool of each size from 1 to 8 workers (8 oversubscribes). */
+#define ON_EVERY_SIZE(fn) ON_POOLS(fn, 1, 2, 3, 4, 5, 6, 7, 8)
+
+static void case_fib(void) { ON_EVERY_SIZE(fib_kinds); }
+static void case_fib_pair(void) { ON_EVERY_SIZE(fib_pair); }
+static void case_tree(void) { ON_EVERY_SIZE(trees); }
+
+static void case_sum(void) {
+  nsum = check_iters(200000);
+  arr = malloc(nsum * sizeof(uint64_t));
+  seen = malloc(nsum);
   CHECK(arr && seen);
   for (size_t i = 0; i < nsum; i++) arr[i] = mix(i) >> 20;
-  for (unsigned threads = 1; threads <= 8; threads++)
-    test_pool(threads, 20, nsum, 9, arr, seen);
+  ON_EVERY_SIZE(sums);
   free(arr);
   free((void *)seen);
-  return 0;
 }
+
+TEST_MAIN(240, TEST_CASE(fib), TEST_CASE(fib_pair), TEST_CASE(sum), TEST_CASE(tree))

@@ -3,7 +3,8 @@
  * workers with 512 MiB (virtual) worker stacks: no crash, every level runs
  * exactly once, and the exact depth comes back. Also the same chain through
  * pool_join and through one-child groups, and started from an outside
- * thread (the root is spawned from outside, the chain runs in the pool). */
+ * thread (the root is spawned from outside, the chain runs in the pool).
+ * Cases: spawn (from a task and from outside), join, group (from outside). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,18 +16,7 @@
  * thread (C/C++ mode) and crashes past it, whatever the real stack size;
  * a chain level is 2-6 instrumented frames, so under TSan the chain is
  * shortened to stay within that tool limit. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifdef UNDER_TSAN
-enum { DEPTH = 8000 };
-#else
-enum { DEPTH = 100000 };
-#endif
+enum { DEPTH = TEST_UNDER_TSAN ? 8000 : 100000 };
 
 static atomic_uchar *seen;
 
@@ -112,8 +102,14 @@ static void run(pool_t *pool, pool_fn fn, int from_outside) {
   check_seen();
 }
 
-int main(void) {
-  check_watchdog(240);
+typedef struct chain_run {
+  pool_fn fn;
+  int from_outside;
+} chain_run;
+
+/* The chains runs[0..n), in turn, on pools of 1 and 2 workers with 512 MiB
+ * (virtual) stacks, WSPOOL_STRESS times. */
+static void chains(const chain_run *runs, unsigned n) {
   seen = calloc(DEPTH + 1, 1);
   CHECK(seen);
   unsigned long reps = check_iters(1);
@@ -128,14 +124,26 @@ int main(void) {
       fprintf(stderr, "pool_create with 512 MiB stacks: %s\n", pool_strerror(rc));
       CHECK_OK(rc);
     }
-    for (unsigned long r = 0; r < reps; r++) {
-      run(pool, chain_spawn, 0);
-      run(pool, chain_spawn, 1);
-      run(pool, chain_join, 0);
-      run(pool, chain_group, 1);
-    }
+    for (unsigned long r = 0; r < reps; r++)
+      for (unsigned k = 0; k < n; k++) run(pool, runs[k].fn, runs[k].from_outside);
     CHECK_OK(pool_destroy(pool));
   }
   free((void *)seen);
-  return 0;
 }
+
+static void case_spawn(void) {
+  static const chain_run r[] = {{chain_spawn, 0}, {chain_spawn, 1}};
+  chains(r, 2);
+}
+
+static void case_join(void) {
+  static const chain_run r[] = {{chain_join, 0}};
+  chains(r, 1);
+}
+
+static void case_group(void) {
+  static const chain_run r[] = {{chain_group, 1}};
+  chains(r, 1);
+}
+
+TEST_MAIN(240, TEST_CASE(spawn), TEST_CASE(join), TEST_CASE(group))

@@ -11,35 +11,26 @@
  *    parent waits: the wait covers them too (they are spawned before the
  *    spawning child finishes);
  *  - pool_group_init(g, NULL): inside = the caller's pool, outside = the
- *    default pool (each child checks pool_current()). */
+ *    default pool (each child checks pool_current()).
+ * Cases: flat, nested, selfspawn (each on pools of 1, 2 and 4 workers),
+ * null_pool. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 static atomic_uint *flags;
 static size_t nflags;
 static pool_t *expect_pool; /* where children must run */
 static atomic_int wrong_pool;
 
-static void reset_flags(size_t n) {
-  free((void *)flags);
-  flags = calloc(n ? n : 1, sizeof(atomic_uint));
-  CHECK(flags);
-  nflags = n;
-}
+static void reset_flags(size_t n) { flags_reset(&flags, &nflags, n); }
 
-static void check_range_once(size_t lo, size_t hi) {
-  for (size_t i = lo; i < hi; i++) {
-    unsigned v = atomic_load(&flags[i]);
-    if (v != 1) {
-      fprintf(stderr, "child %zu ran %u times\n", i, v);
-      CHECK_EQ(v, 1);
-    }
-  }
-}
+/* Children 0..n-1 each ran exactly once. */
+static void check_once(size_t n) { flags_check_once(flags, n, "child"); }
 
 static void mark(void *arg) {
   size_t i = (size_t)(uintptr_t)arg;
@@ -63,16 +54,16 @@ static void flat(void *p) {
   CHECK_OK(pool_group_wait(&g)); /* empty group: returns at once */
   for (size_t i = 0; i < a->n; i++) CHECK_OK(pool_group_spawn(&g, mark, (void *)(uintptr_t)i));
   CHECK_OK(pool_group_wait(&g));
-  check_range_once(0, a->n);
+  check_once(a->n);
   /* Reuse: more children into the same group, then wait again. */
   size_t more = a->n / 2 + 1;
   CHECK(a->n + more <= nflags);
   for (size_t i = a->n; i < a->n + more; i++)
     CHECK_OK(pool_group_spawn(&g, mark, (void *)(uintptr_t)i));
   CHECK_OK(pool_group_wait(&g));
-  check_range_once(0, a->n + more);
+  check_once(a->n + more);
   CHECK_OK(pool_group_wait(&g)); /* nothing new: returns at once */
-  check_range_once(0, a->n + more);
+  check_once(a->n + more);
   a->done = 1;
 }
 
@@ -140,17 +131,16 @@ static void test_nested(pool_t *pool) {
   CHECK_OK(pool_submit(pool, nest_fn, &root));
   CHECK_OK(pool_wait_idle(pool));
   CHECK_EQ(root.sum, expect);
-  check_range_once(0, total);
+  check_once(total);
   /* The root's group from outside: only the root runs here. */
   reset_flags(total);
   nest root2 = {0, 0, 0};
-  (void)pool;
   pool_group_t g;
   CHECK_OK(pool_group_init(&g, pool));
   CHECK_OK(pool_group_spawn(&g, nest_fn, &root2));
   CHECK_OK(pool_group_wait(&g));
   CHECK_EQ(root2.sum, expect);
-  check_range_once(0, total);
+  check_once(total);
 }
 
 /* ---- children spawning into their own group ------------------------------- */
@@ -179,7 +169,7 @@ static void ss_root(void *p) {
   ss_nodes[0] = (selfspawn){&g, 0, n};
   CHECK_OK(pool_group_spawn(&g, ss_fn, &ss_nodes[0]));
   CHECK_OK(pool_group_wait(&g));
-  check_range_once(0, n);
+  check_once(n);
 }
 
 static void test_selfspawn(pool_t *pool, size_t n) {
@@ -188,7 +178,7 @@ static void test_selfspawn(pool_t *pool, size_t n) {
   CHECK(ss_nodes);
   CHECK_OK(pool_submit(pool, ss_root, (void *)(uintptr_t)n));
   CHECK_OK(pool_wait_idle(pool));
-  check_range_once(0, n);
+  check_once(n);
   reset_flags(n);
   ss_root((void *)(uintptr_t)n); /* the waiter outside */
   free(ss_nodes);
@@ -196,7 +186,7 @@ static void test_selfspawn(pool_t *pool, size_t n) {
 
 /* ---- the NULL pool ------------------------------------------------------- */
 
-static void test_null_outside(void) {
+static void case_null_pool(void) {
   reset_flags(1000);
   expect_pool = pool_default();
   CHECK(expect_pool != NULL);
@@ -204,32 +194,31 @@ static void test_null_outside(void) {
   CHECK_OK(pool_group_init(&g, NULL));
   for (size_t i = 0; i < 1000; i++) CHECK_OK(pool_group_spawn(&g, mark, (void *)(uintptr_t)i));
   CHECK_OK(pool_group_wait(&g));
-  check_range_once(0, 1000);
+  check_once(1000);
   CHECK_EQ(atomic_load(&wrong_pool), 0);
 }
 
-int main(void) {
-  check_watchdog(240);
-  const unsigned sizes[] = {1, 2, 4};
-  size_t big = check_iters(100000);
-  for (unsigned si = 0; si < 3; si++) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = sizes[si];
-    pool_t *pool;
-    CHECK_OK(pool_create(&pool, &cfg));
-    test_flat(pool, 0);
-    test_flat(pool, 1);
-    test_flat(pool, 2);
-    test_flat(pool, 300);
-    test_flat(pool, big);
-    expect_pool = pool;
-    test_nested(pool);
-    test_selfspawn(pool, check_iters(20000));
-    CHECK_EQ(atomic_load(&wrong_pool), 0);
-    CHECK_OK(pool_destroy(pool));
-  }
-  test_null_outside();
-  free((void *)flags);
-  return 0;
+static void flats(pool_t *pool) {
+  test_flat(pool, 0);
+  test_flat(pool, 1);
+  test_flat(pool, 2);
+  test_flat(pool, 300);
+  test_flat(pool, check_iters(100000));
 }
+
+static void nested(pool_t *pool) {
+  expect_pool = pool;
+  test_nested(pool);
+  CHECK_EQ(atomic_load(&wrong_pool), 0);
+}
+
+static void selfspawns(pool_t *pool) {
+  test_selfspawn(pool, check_iters(20000));
+  CHECK_EQ(atomic_load(&wrong_pool), 0);
+}
+
+static void case_flat(void) { ON_POOLS(flats, 1, 2, 4); }
+static void case_nested(void) { ON_POOLS(nested, 1, 2, 4); }
+static void case_selfspawn(void) { ON_POOLS(selfspawns, 1, 2, 4); }
+
+TEST_MAIN(240, TEST_CASE(flat), TEST_CASE(nested), TEST_CASE(selfspawn), TEST_CASE(null_pool))

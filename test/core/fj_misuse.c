@@ -16,7 +16,13 @@
  *    private) and synced, a second sync -> EINVAL. This is what stale
  *    stack contents look like to a frame that keeps no state of its own
  *    while private;
- * and the pool keeps working afterwards. */
+ * and the pool keeps working afterwards.
+ * Cases (pools of 1 to 3 workers): inside (a task; also with the NULL
+ * pool), outside, outside_spawned (double sync of a frame an outside
+ * thread spawned), stale_images (2 and 3 workers), stolen (double sync with
+ * thieves around), default_pool (outside, the NULL pool). In a
+ * debug_checks build every case is skipped: the library reports each of
+ * these misuses and aborts, which debug_checks.c checks. */
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -25,6 +31,7 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "wspool_test_config.h"
 
 static atomic_int runs;
@@ -40,8 +47,8 @@ static void wait_release(void *p) {
   atomic_fetch_add(&runs, 1);
 }
 
-static void misuse(pool_t *pool) {
-  atomic_store(&runs, 0);
+/* Spawn and sync; `runs` counts from 0. */
+static void misuse_frames(pool_t *pool) {
   pool_task_t t;
 
   CHECK_EQ(pool_spawn(pool, NULL, count, NULL), EINVAL);
@@ -82,8 +89,10 @@ static void misuse(pool_t *pool) {
   for (int i = 1; i < 300; i += 2) CHECK_OK(pool_sync(&many[i]));
   for (int i = 0; i < 300; i++) CHECK_EQ(pool_sync(&many[i]), EINVAL);
   CHECK_EQ(atomic_load(&runs), 303);
+}
 
-  /* Groups. */
+/* Groups and pool_join; `runs` counts from 303. */
+static void misuse_groups_join(pool_t *pool) {
   pool_group_t g;
   CHECK_EQ(pool_group_init(NULL, pool), EINVAL);
   CHECK_EQ(pool_group_spawn(NULL, count, NULL), EINVAL);
@@ -110,6 +119,12 @@ static void misuse(pool_t *pool) {
   CHECK_EQ(atomic_load(&runs), 306);
 }
 
+static void misuse(pool_t *pool) {
+  atomic_store(&runs, 0);
+  misuse_frames(pool);
+  misuse_groups_join(pool);
+}
+
 static void misuse_task(void *p) {
   pool_t *pool = p;
   misuse(pool);
@@ -125,7 +140,6 @@ typedef struct stolen_arg {
 static void stolen_task(void *p) {
   stolen_arg *s = p;
   pool_task_t t;
-  atomic_store(&release_flag, 0);
   CHECK_OK(pool_spawn(NULL, &t, count, NULL));
   /* A second spawn publishes older frames when a thief asked for work. */
   pool_task_t u;
@@ -189,11 +203,7 @@ static void stale_images(pool_t *pool) {
   CHECK_EQ(pool_sync(&image), EINVAL);
   CHECK_EQ(pool_take(&image), EINVAL);
   /* The same image under a private frame of a one-worker pool. */
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 1;
-  pool_t *solo;
-  CHECK_OK(pool_create(&solo, &cfg));
+  pool_t *solo = make_pool(1);
   CHECK_OK(pool_submit(solo, stale_private_task, &image));
   CHECK_OK(pool_wait_idle(solo));
   CHECK_OK(pool_destroy(solo));
@@ -203,41 +213,41 @@ static void stale_images(pool_t *pool) {
   CHECK_EQ(atomic_load(&runs), 3); /* t, u, and v once */
 }
 
-int main(void) {
-  /* A debug_checks build reports each of these misuses and aborts; that is
-   * checked by test/core/debug_checks.c. */
-  if (WSPOOL_TEST_DEBUG_CHECKS) return 77;
-  check_watchdog(60);
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  for (unsigned threads = 1; threads <= 3; threads++) {
-    cfg.threads = threads;
-    pool_t *pool;
-    CHECK_OK(pool_create(&pool, &cfg));
-    /* Inside a task. */
-    CHECK_OK(pool_submit(pool, misuse_task, pool));
-    CHECK_OK(pool_wait_idle(pool));
-    /* From outside (the frames go through the global queue). */
-    misuse(pool);
-    /* A frame spawned from outside, run by a worker: double sync. */
-    atomic_store(&runs, 0);
-    atomic_store(&release_flag, 1);
-    pool_task_t t;
-    CHECK_OK(pool_spawn(pool, &t, wait_release, NULL));
-    CHECK_OK(pool_sync(&t));
-    CHECK_EQ(pool_sync(&t), EINVAL);
-    CHECK_EQ(atomic_load(&runs), 1);
-    if (threads >= 2) stale_images(pool);
-    for (int r = 0; r < 20; r++) {
-      stolen_arg s = {-1, -1};
-      CHECK_OK(pool_submit(pool, stolen_task, &s));
-      CHECK_OK(pool_wait_idle(pool));
-      CHECK_EQ(s.sync1, 0);
-      CHECK_EQ(s.sync2, EINVAL);
-    }
-    CHECK_OK(pool_destroy(pool));
-  }
-  /* The NULL pool from outside is the default pool. */
-  misuse(NULL);
-  return 0;
+static void inside(pool_t *pool) {
+  CHECK_OK(pool_submit(pool, misuse_task, pool));
+  CHECK_OK(pool_wait_idle(pool));
 }
+
+/* A frame spawned from outside, run by a worker: double sync. */
+static void outside_spawned(pool_t *pool) {
+  atomic_store(&runs, 0);
+  atomic_store(&release_flag, 1);
+  pool_task_t t;
+  CHECK_OK(pool_spawn(pool, &t, wait_release, NULL));
+  CHECK_OK(pool_sync(&t));
+  CHECK_EQ(pool_sync(&t), EINVAL);
+  CHECK_EQ(atomic_load(&runs), 1);
+}
+
+static void stolen(pool_t *pool) {
+  for (int r = 0; r < 20; r++) {
+    stolen_arg s = {-1, -1};
+    CHECK_OK(pool_submit(pool, stolen_task, &s));
+    CHECK_OK(pool_wait_idle(pool));
+    CHECK_EQ(s.sync1, 0);
+    CHECK_EQ(s.sync2, EINVAL);
+  }
+}
+
+static void case_inside(void) { ON_POOLS(inside, 1, 2, 3); }
+/* From outside (the frames go through the global queue). */
+static void case_outside(void) { ON_POOLS(misuse, 1, 2, 3); }
+static void case_outside_spawned(void) { ON_POOLS(outside_spawned, 1, 2, 3); }
+static void case_stale_images(void) { ON_POOLS(stale_images, 2, 3); }
+static void case_stolen(void) { ON_POOLS(stolen, 1, 2, 3); }
+/* The NULL pool from outside is the default pool. */
+static void case_default_pool(void) { misuse(NULL); }
+
+TEST_MAIN_WITH(WSPOOL_TEST_DEBUG_CHECKS ? "a debug_checks build aborts on these misuses" : NULL,
+               NULL, 60, TEST_CASE(inside), TEST_CASE(outside), TEST_CASE(outside_spawned),
+               TEST_CASE(stale_images), TEST_CASE(stolen), TEST_CASE(default_pool))

@@ -15,7 +15,9 @@
  *  - From a worker of pool A into pool B: pool_spawn/pool_sync and pool_join
  *    with an explicit other pool, exact results.
  *  - Outside spawn and pool_join with the NULL pool go to the default pool.
- * (fj_sync_outside checks where outside-spawned work runs.) */
+ * (fj_sync_outside checks where outside-spawned work runs.)
+ * Cases, on pools of 1, 2 and 4 workers: outsiders, inside_joins (into
+ * another pool too, on 2 workers), mixed (both at once); and default_pool. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -24,42 +26,26 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
-static long fib_seq(int n) {
-  long a = 0, b = 1;
-  for (int i = 0; i < n; i++) {
-    long t = a + b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
 static long fib_calls(int n) { return 2 * fib_seq(n + 1) - 1; }
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-typedef struct fib_arg {
+/* fib(n), with a count of the calls made. */
+typedef struct cfib_arg {
   int n;
   long r;
   atomic_long *calls;
-} fib_arg;
+} cfib_arg;
 
 /* Inside (or anywhere): spawn/sync fib. */
 static void fib_ss(void *p) {
-  fib_arg *f = p;
+  cfib_arg *f = p;
   atomic_fetch_add_explicit(f->calls, 1, memory_order_relaxed);
   if (f->n < 2) {
     f->r = f->n;
     return;
   }
-  fib_arg x = {f->n - 1, -1, f->calls}, y = {f->n - 2, -1, f->calls};
+  cfib_arg x = {f->n - 1, -1, f->calls}, y = {f->n - 2, -1, f->calls};
   pool_task_t t;
   CHECK_OK(pool_spawn(NULL, &t, fib_ss, &x));
   fib_ss(&y);
@@ -94,7 +80,7 @@ static void fib_join(void *p) {
 static long outside_fib(pool_t *pool, int n, atomic_long *calls) {
   atomic_fetch_add_explicit(calls, 1, memory_order_relaxed);
   if (n < 2) return n;
-  fib_arg x = {n - 1, -1, calls};
+  cfib_arg x = {n - 1, -1, calls};
   pool_task_t t;
   CHECK_OK(pool_spawn(pool, &t, fib_ss, &x));
   long y = outside_fib(pool, n - 2, calls);
@@ -125,22 +111,17 @@ static void *outsider_main(void *p) {
     CHECK_EQ(atomic_load(&calls), fib_calls(n));
 
     enum { K = 40 };
-    fib_arg kids[K];
+    cfib_arg kids[K];
     atomic_long kid_calls[K];
     pool_task_t t[K];
     unsigned ord[K];
     for (unsigned i = 0; i < K; i++) {
       atomic_init(&kid_calls[i], 0);
-      kids[i] = (fib_arg){(int)(i % 13), -1, &kid_calls[i]};
+      kids[i] = (cfib_arg){(int)(i % 13), -1, &kid_calls[i]};
       CHECK_OK(pool_spawn(o->pool, &t[i], fib_ss, &kids[i]));
       ord[i] = i;
     }
-    for (unsigned i = K; i > 1; i--) {
-      unsigned k = (unsigned)(rng_next(&o->seed) % i);
-      unsigned tmp = ord[i - 1];
-      ord[i - 1] = ord[k];
-      ord[k] = tmp;
-    }
+    shuffle(ord, K, &o->seed);
     for (unsigned i = 0; i < K; i++) {
       unsigned c = ord[i];
       CHECK_OK(pool_sync(&t[c]));
@@ -177,7 +158,7 @@ static void mark(void *p) { atomic_fetch_add((atomic_uint *)p, 1); }
 
 static void half_spawn(void *p) {
   mixed *m = p;
-  fib_arg f = {m->n, -1, m->calls};
+  cfib_arg f = {m->n, -1, m->calls};
   fib_ss(&f);
   m->r = f.r;
 }
@@ -223,7 +204,7 @@ static void inside_joins(void *p) {
     pool_t *self = pool_current();
     CHECK(self != NULL && self != ia->other);
     atomic_store(&calls, 0);
-    fib_arg f = {15, -1, &calls};
+    cfib_arg f = {15, -1, &calls};
     pool_task_t t;
     CHECK_OK(pool_spawn(ia->other, &t, fib_ss, &f));
     CHECK_OK(pool_sync(&t));
@@ -232,7 +213,7 @@ static void inside_joins(void *p) {
 
     atomic_store(&calls, 0);
     jfib_arg x = {NULL, 14, -1, &calls};
-    fib_arg y = {13, -1, &calls};
+    cfib_arg y = {13, -1, &calls};
     CHECK_OK(pool_join(ia->other, fib_join, &x, fib_ss, &y));
     CHECK_EQ(x.r, fib_seq(14));
     CHECK_EQ(y.r, fib_seq(13));
@@ -246,7 +227,7 @@ static void inside_joins(void *p) {
 
 static void on_default(void *p) { *(int *)p = pool_current() == pool_default() ? 1 : 2; }
 
-static void test_default_spawn(void) {
+static void case_default_pool(void) {
   int where = 0;
   pool_task_t t;
   CHECK_OK(pool_spawn(NULL, &t, on_default, &where));
@@ -259,24 +240,35 @@ static void test_default_spawn(void) {
   CHECK_EQ(w2, 1);
 }
 
-int main(void) {
-  check_watchdog(240);
-  const unsigned sizes[] = {1, 2, 4};
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  pool_t *other;
-  CHECK_OK(pool_create(&other, &cfg));
+static const unsigned pool_sizes[] = {1, 2, 4};
+
+static void case_outsiders(void) {
   for (unsigned si = 0; si < 3; si++) {
-    cfg.threads = sizes[si];
-    pool_t *pool;
-    CHECK_OK(pool_create(&pool, &cfg));
+    pool_t *pool = make_pool(pool_sizes[si]);
     test_outsiders(pool, 4, (unsigned)check_iters(6));
+    CHECK_OK(pool_destroy(pool));
+  }
+}
+
+/* Joins inside; on 2 workers also into another pool. */
+static void case_inside_joins(void) {
+  pool_t *other = make_pool(2);
+  for (unsigned si = 0; si < 3; si++) {
+    pool_t *pool = make_pool(pool_sizes[si]);
     inside_arg ia = {si == 1 ? other : NULL, 0};
     CHECK_OK(pool_submit(pool, inside_joins, &ia));
     CHECK_OK(pool_wait_idle(pool));
     CHECK_EQ(ia.ok, 1);
-    /* Outside threads and inside joins at the same time. */
+    CHECK_OK(pool_destroy(pool));
+  }
+  CHECK_OK(pool_destroy(other));
+}
+
+/* Outside threads and inside joins at the same time. */
+static void case_mixed(void) {
+  pool_t *other = make_pool(2);
+  for (unsigned si = 0; si < 3; si++) {
+    pool_t *pool = make_pool(pool_sizes[si]);
     inside_arg ib = {other, 0};
     CHECK_OK(pool_submit(pool, inside_joins, &ib));
     test_outsiders(pool, 3, 2);
@@ -285,6 +277,7 @@ int main(void) {
     CHECK_OK(pool_destroy(pool));
   }
   CHECK_OK(pool_destroy(other));
-  test_default_spawn();
-  return 0;
 }
+
+TEST_MAIN(240, TEST_CASE(outsiders), TEST_CASE(inside_joins), TEST_CASE(mixed),
+          TEST_CASE(default_pool))

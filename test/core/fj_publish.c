@@ -7,13 +7,14 @@
  * worker asleep at the spawn, and the other worker busy at the spawn (a
  * holder task that ends only once `a` runs, so no thief has looked at the
  * deque, or asked for work, when `b` is spawned). A regression hangs
- * (watchdog). */
+ * (watchdog). Cases: asleep, busy. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 typedef struct pair {
   atomic_int b_started, a_started;
@@ -76,13 +77,8 @@ static void joiner(void *arg) {
   CHECK(br->p.a_worker != br->p.b_worker);
 }
 
-int main(void) {
-  check_watchdog(60);
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  pool_t *pool;
-  CHECK_OK(pool_create(&pool, &cfg));
+static void case_asleep(void) {
+  pool_t *pool = make_pool(2);
   for (int k = 0; k < 3; k++) {
     usleep(20000); /* both workers asleep */
     job j = {check_iters(2000), 0};
@@ -90,6 +86,11 @@ int main(void) {
     CHECK_OK(pool_wait_idle(pool));
     CHECK(atomic_load(&j.ok));
   }
+  CHECK_OK(pool_destroy(pool));
+}
+
+static void case_busy(void) {
+  pool_t *pool = make_pool(2);
   unsigned long rounds = check_iters(300);
   for (unsigned long r = 0; r < rounds; r++) {
     busy_round br = {{0, 0, -1, -1}, 0};
@@ -99,5 +100,6 @@ int main(void) {
     CHECK(atomic_load(&br.p.b_started));
   }
   CHECK_OK(pool_destroy(pool));
-  return 0;
 }
+
+TEST_MAIN(60, TEST_CASE(asleep), TEST_CASE(busy))

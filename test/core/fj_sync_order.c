@@ -7,31 +7,16 @@
  * K from 1 to past the private-frame array (256) and the deque's initial
  * size, from inside a task and from an outside thread, on 1, 2 and 4
  * workers; frames are reused after their sync. Also an interleaved pattern:
- * spawn some, sync some (any order), spawn more. */
+ * spawn some, sync some (any order), spawn more.
+ * Cases: fifo, lifo, random (the final order; the interleaved pattern in
+ * each). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <wspool.h>
 
 #include "check.h"
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
-static void shuffle(unsigned *ord, unsigned k, uint64_t *seed) {
-  for (unsigned i = k; i > 1; i--) {
-    unsigned j = (unsigned)(rng_next(seed) % i);
-    unsigned t = ord[i - 1];
-    ord[i - 1] = ord[j];
-    ord[j] = t;
-  }
-}
+#include "testutil.h"
 
 enum { ORDER_FIFO, ORDER_LIFO, ORDER_RANDOM };
 
@@ -41,27 +26,6 @@ static void make_order(unsigned *ord, unsigned k, int order, uint64_t *seed) {
 }
 
 /* ---- children ----------------------------------------------------------- */
-
-static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
-
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
-
-static void fib(void *p) {
-  fib_arg *f = p;
-  if (f->n < 2) {
-    f->r = f->n;
-    return;
-  }
-  fib_arg x = {f->n - 1, 0}, y = {f->n - 2, 0};
-  pool_task_t t;
-  CHECK_OK(pool_spawn(NULL, &t, fib, &x));
-  fib(&y);
-  CHECK_OK(pool_sync(&t));
-  f->r = x.r + y.r;
-}
 
 typedef struct child {
   unsigned idx;
@@ -77,7 +41,7 @@ static void child_fn(void *p) {
   atomic_fetch_add(&c->runs, 1);
   int n = (int)(c->idx % 12);
   fib_arg f = {n, 0};
-  fib(&f);
+  fib_task(&f);
   long r = f.r;
   if (c->idx % 3 == 0) {
     enum { G = 6 };
@@ -86,7 +50,7 @@ static void child_fn(void *p) {
     unsigned ord[G];
     for (unsigned i = 0; i < G; i++) {
       g[i] = (fib_arg){(int)i + 3, 0};
-      CHECK_OK(pool_spawn(NULL, &t[i], fib, &g[i]));
+      CHECK_OK(pool_spawn(NULL, &t[i], fib_task, &g[i]));
     }
     uint64_t s = c->seed | 1;
     make_order(ord, G, (int)((c->idx / 3) % 3), &s);
@@ -204,11 +168,7 @@ static void round_task(void *p) {
 }
 
 static void test(unsigned threads, unsigned k, int order, uint64_t seed) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *pool;
-  CHECK_OK(pool_create(&pool, &cfg));
+  pool_t *pool = make_pool(threads);
   round_arg a = {NULL, k, order, seed, calloc(k, sizeof(child)), calloc(k, sizeof(pool_task_t)),
                  calloc(k, sizeof(unsigned))};
   CHECK(a.kids && a.frames && a.ord);
@@ -224,14 +184,21 @@ static void test(unsigned threads, unsigned k, int order, uint64_t seed) {
   free(a.ord);
 }
 
-int main(void) {
-  check_watchdog(240);
+/* Every K on 1, 2 and 4 workers, ending in `order`; each run's seed is
+ * fixed by its place in the sweep over workers, K and order. */
+static void sweep(int order) {
   const unsigned ks[] = {1, 2, 3, 10, 100, 257, 600, 3000};
   const unsigned threads[] = {1, 2, 4};
-  uint64_t seed = 0x5EED5EED12345ull;
+  const unsigned nk = sizeof ks / sizeof ks[0];
   for (unsigned ti = 0; ti < 3; ti++)
-    for (unsigned ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
-      for (int order = ORDER_FIFO; order <= ORDER_RANDOM; order++)
-        test(threads[ti], ks[ki], order, seed += 0x1001);
-  return 0;
+    for (unsigned ki = 0; ki < nk; ki++) {
+      uint64_t place = ((uint64_t)ti * nk + ki) * 3 + (uint64_t)order;
+      test(threads[ti], ks[ki], order, 0x5EED5EED12345ull + 0x1001 * (place + 1));
+    }
 }
+
+static void case_fifo(void) { sweep(ORDER_FIFO); }
+static void case_lifo(void) { sweep(ORDER_LIFO); }
+static void case_random(void) { sweep(ORDER_RANDOM); }
+
+TEST_MAIN(240, TEST_CASE(fifo), TEST_CASE(lifo), TEST_CASE(random))

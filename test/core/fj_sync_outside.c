@@ -13,12 +13,15 @@
  *    grandchildren check pool_current()), also when the pool is not the
  *    default one.
  *  - pool_join from outside (explicit pool and NULL = the default pool):
- *    both halves ran exactly once, each on a worker of that pool. */
+ *    both halves ran exactly once, each on a worker of that pool.
+ * Cases: held (the children spawned while every worker is held), join,
+ * default_pool. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 static atomic_int released, holders_started, holders_done;
 
@@ -64,12 +67,8 @@ static void child(void *p) {
   CHECK_OK(pool_group_wait(&g));
 }
 
-static void run(unsigned threads, unsigned nkids, int lifo) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *pool;
-  CHECK_OK(pool_create(&pool, &cfg));
+static void held(unsigned threads, unsigned nkids, int lifo) {
+  pool_t *pool = make_pool(threads);
   atomic_store(&released, 0);
   atomic_store(&holders_started, 0);
   atomic_store(&holders_done, 0);
@@ -101,8 +100,12 @@ static void run(unsigned threads, unsigned nkids, int lifo) {
     CHECK_EQ(atomic_load(&kids[i].bad), 0);
   }
   CHECK_EQ(atomic_load(&holders_done), threads);
+  CHECK_OK(pool_destroy(pool));
+}
 
-  /* pool_join from outside: both halves in the pool. */
+/* pool_join from outside: both halves in the pool. */
+static void join(unsigned threads) {
+  pool_t *pool = make_pool(threads);
   for (int r = 0; r < 50; r++) {
     child_arg a = {pool, threads, 0, 0, 0}, b = {pool, threads, 0, 0, 0};
     CHECK_OK(pool_join(pool, child, &a, child, &b));
@@ -117,7 +120,7 @@ static void run(unsigned threads, unsigned nkids, int lifo) {
   CHECK_OK(pool_destroy(pool));
 }
 
-static void run_default(void) {
+static void case_default_pool(void) {
   pool_t *d = pool_default();
   CHECK(d != NULL);
   unsigned n = pool_threads(d);
@@ -140,13 +143,20 @@ static void run_default(void) {
   CHECK_EQ(atomic_load(&c.bad), 0);
 }
 
-int main(void) {
-  check_watchdog(60);
-  run(1, 1, 0);
-  run(2, 1, 0);
-  run(1, 5, 0);
-  run(2, 5, 1);
-  run(3, 8, 1);
-  run_default();
-  return 0;
+static void case_held(void) {
+  held(1, 1, 0);
+  held(2, 1, 0);
+  held(1, 5, 0);
+  held(2, 5, 1);
+  held(3, 8, 1);
 }
+
+static void case_join(void) {
+  join(1);
+  join(2);
+  join(1);
+  join(2);
+  join(3);
+}
+
+TEST_MAIN(60, TEST_CASE(held), TEST_CASE(join), TEST_CASE(default_pool))

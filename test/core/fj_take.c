@@ -14,7 +14,9 @@
  *     functions the pool ran (the roots, every frame pool_sync ran or a
  *     thief ran), never by a frame handed back as POOL_TAKEN.
  * Built twice (meson.build): with the header's inline fast paths and with
- * POOL_NO_INLINE, so the library's own versions are checked as well. */
+ * POOL_NO_INLINE, so the library's own versions are checked as well.
+ * Cases: fib, orders, stolen (2 workers), outside, misuse; the others on
+ * pools of 1, 2, 3 and 8 workers. */
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -24,10 +26,8 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "wspool_test_config.h"
-#include "core_util.h"
-
-static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
 
 /* ---- the `tasks` statistic ------------------------------------------------ */
 
@@ -61,11 +61,6 @@ static void check_tasks(pool_t *pool, uint64_t expect) {
 /* ---- fib through take: count who ran each spawned task ---------------- */
 
 static atomic_long by_pool, by_taker, spawned;
-
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
 
 static long pfib(int n);
 
@@ -126,15 +121,6 @@ typedef struct kid {
 
 static void kid_fn(void *p) { atomic_fetch_add(&((kid *)p)->runs, 1); }
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
 typedef struct order_arg {
   unsigned k;
   int order; /* 0 LIFO, 1 FIFO, 2 random */
@@ -152,12 +138,7 @@ static void order_task(void *p) {
   CHECK(kids && t && ord && taken);
   for (unsigned i = 0; i < k; i++) CHECK_OK(pool_spawn(NULL, &t[i], kid_fn, &kids[i]));
   for (unsigned i = 0; i < k; i++) ord[i] = a->order == 0 ? k - 1 - i : i;
-  if (a->order == 2)
-    for (unsigned i = k; i > 1; i--) {
-      unsigned j = (unsigned)(rng_next(&a->seed) % i), x = ord[i - 1];
-      ord[i - 1] = ord[j];
-      ord[j] = x;
-    }
+  if (a->order == 2) shuffle(ord, k, &a->seed);
   for (unsigned i = 0; i < k; i++) {
     unsigned c = ord[i];
     /* Every third one by pool_sync, the rest by pool_take. */
@@ -239,49 +220,56 @@ static void misuse_task(void *p) {
   CHECK_EQ(pool_sync(&t), EINVAL);
 }
 
-int main(void) {
-  check_watchdog(120);
-  const unsigned threads[] = {1, 2, 3, 8};
-  for (unsigned i = 0; i < sizeof threads / sizeof threads[0]; i++) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = threads[i];
-    pool_t *pool;
-    CHECK_OK(pool_create(&pool, &cfg));
-    unsigned long reps = check_iters(3);
-    for (unsigned long r = 0; r < reps; r++)
-      for (int n = 0; n <= 22; n += (n < 5 ? 1 : 6)) check_fib(pool, n);
+/* ---- the cases ------------------------------------------------------------ */
 
-    const unsigned ks[] = {1, 2, 255, 256, 257, 1000, 5000};
-    for (unsigned j = 0; j < sizeof ks / sizeof ks[0]; j++)
-      for (int order = 0; order < 3; order++) {
-        order_arg a = {ks[j], order, 0x1234567u + j, 0};
-        uint64_t tasks0 = tasks_total(pool);
-        CHECK_OK(pool_submit(pool, order_task, &a));
-        CHECK_OK(pool_wait_idle(pool));
-        /* The root and every kid not handed back. */
-        check_tasks(pool, tasks0 + 1 + ks[j] - a.ntaken);
-      }
-
-    if (threads[i] == 2) {
-      for (unsigned long r = 0; r < check_iters(20); r++) {
-        CHECK_OK(pool_submit(pool, stolen_task, NULL));
-        CHECK_OK(pool_wait_idle(pool));
-      }
-    }
-
-    /* From outside: the task runs on the pool; take waits for it. */
-    kid k;
-    atomic_init(&k.runs, 0);
-    pool_task_t t;
-    CHECK_OK(pool_spawn(pool, &t, kid_fn, &k));
-    CHECK_EQ(pool_take(&t), 0);
-    CHECK_EQ(atomic_load(&k.runs), 1);
-    if (!WSPOOL_TEST_DEBUG_CHECKS) CHECK_EQ(pool_take(&t), EINVAL);
-
-    CHECK_OK(pool_submit(pool, misuse_task, NULL));
-    CHECK_OK(pool_wait_idle(pool));
-    CHECK_OK(pool_destroy(pool));
-  }
-  return 0;
+static void fibs(pool_t *pool) {
+  unsigned long reps = check_iters(3);
+  for (unsigned long r = 0; r < reps; r++)
+    for (int n = 0; n <= 22; n += (n < 5 ? 1 : 6)) check_fib(pool, n);
 }
+
+static void orders(pool_t *pool) {
+  const unsigned ks[] = {1, 2, 255, 256, 257, 1000, 5000};
+  for (unsigned j = 0; j < sizeof ks / sizeof ks[0]; j++)
+    for (int order = 0; order < 3; order++) {
+      order_arg a = {ks[j], order, 0x1234567u + j, 0};
+      uint64_t tasks0 = tasks_total(pool);
+      CHECK_OK(pool_submit(pool, order_task, &a));
+      CHECK_OK(pool_wait_idle(pool));
+      /* The root and every kid not handed back. */
+      check_tasks(pool, tasks0 + 1 + ks[j] - a.ntaken);
+    }
+}
+
+/* From outside: the task runs on the pool; take waits for it. */
+static void outside(pool_t *pool) {
+  kid k;
+  atomic_init(&k.runs, 0);
+  pool_task_t t;
+  CHECK_OK(pool_spawn(pool, &t, kid_fn, &k));
+  CHECK_EQ(pool_take(&t), 0);
+  CHECK_EQ(atomic_load(&k.runs), 1);
+  if (!WSPOOL_TEST_DEBUG_CHECKS) CHECK_EQ(pool_take(&t), EINVAL);
+}
+
+static void misuse(pool_t *pool) {
+  CHECK_OK(pool_submit(pool, misuse_task, NULL));
+  CHECK_OK(pool_wait_idle(pool));
+}
+
+static void case_fib(void) { ON_POOLS(fibs, 1, 2, 3, 8); }
+static void case_orders(void) { ON_POOLS(orders, 1, 2, 3, 8); }
+static void case_outside(void) { ON_POOLS(outside, 1, 2, 3, 8); }
+static void case_misuse(void) { ON_POOLS(misuse, 1, 2, 3, 8); }
+
+static void case_stolen(void) {
+  pool_t *pool = make_pool(2);
+  for (unsigned long r = 0; r < check_iters(20); r++) {
+    CHECK_OK(pool_submit(pool, stolen_task, NULL));
+    CHECK_OK(pool_wait_idle(pool));
+  }
+  CHECK_OK(pool_destroy(pool));
+}
+
+TEST_MAIN(120, TEST_CASE(fib), TEST_CASE(orders), TEST_CASE(stolen), TEST_CASE(outside),
+          TEST_CASE(misuse))

@@ -12,6 +12,7 @@
  *  4. on a CPU with AVX-512, zmm16-31 and k1-7 survive a trampoline call
  *     whose library code runs a task that overwrites them (the header
  *     cannot name them in its clobber list: runtime/tramp.S).
+ * Cases: registers, unwind, outside_fib, avx512 (skipped without AVX-512).
  * Skipped (77) where the header uses no trampolines (other targets, builds
  * without optimisation). */
 #include <execinfo.h>
@@ -19,14 +20,18 @@
 #include <stdint.h>
 #include <wspool.h>
 
-#include "../check.h"
+#include "check.h"
+#include "testutil.h"
 
 #ifndef POOL__CLOBBERS
-int main(void) {
-  fprintf(stderr, "no trampolines in this build (not x86-64, or no inline paths)\n");
-  return 77;
-}
+#define NO_TRAMPOLINES "no trampolines in this build (not x86-64, or no inline paths)"
+/* The same cases, each reported skipped. */
+static void case_registers(void) {}
+static void case_avx512(void) {}
+static void case_unwind(void) {}
+static void case_outside_fib(void) {}
 #else
+#define NO_TRAMPOLINES NULL
 
 static void dummy_fn(void *arg) { (void)arg; }
 
@@ -91,7 +96,7 @@ static void check_regs(const struct regs *r, int want) {
 static atomic_int ran;
 static void count_fn(void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
 
-static void test_registers(void) {
+static void case_registers(void) {
   _Static_assert(sizeof(struct regs) == 128, "offsets in CALL_TRAMP");
   /* Misuse: each entry point answers EINVAL at once (spawn with a NULL
    * task in rsi, sync and take of a NULL task in rdi). */
@@ -109,11 +114,7 @@ static void test_registers(void) {
    * (a lock, a wake-up: system calls, which clobber rcx and r11), the sync
    * blocks until a worker ran it; then a take of a frame a worker may or may
    * not have started. Each round checks the registers again. */
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  pool_t *p;
-  CHECK_OK(pool_create(&p, &cfg));
+  pool_t *p = make_pool(2);
   const int rounds = 200;
   int taken = 0;
   for (int i = 0; i < rounds; i++) {
@@ -203,17 +204,11 @@ static void avx_root(void *arg) {
   CHECK_OK(pool_sync(&b)); /* b already ran: done */
 }
 
-static void test_avx512(void) {
+static void case_avx512(void) {
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) {
-    fprintf(stderr, "fj_tramp: no AVX-512 here, part 4 skipped\n");
-    return;
-  }
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 1;
-  pool_t *p;
-  CHECK_OK(pool_create(&p, &cfg));
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))
+    TEST_SKIP("no AVX-512 here");
+  pool_t *p = make_pool(1);
   avx_out o = {.rc = -1};
   pool_task_t root;
   CHECK_OK(pool_spawn(p, &root, avx_root, &o));
@@ -271,12 +266,8 @@ static int holder(void *pc, const any_fn *fns, int n) {
   return best;
 }
 
-static void test_unwind(void) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 1;
-  pool_t *p;
-  CHECK_OK(pool_create(&p, &cfg));
+static void case_unwind(void) {
+  pool_t *p = make_pool(1);
   CHECK_OK(pool_submit(p, outer, NULL));
   CHECK_OK(pool_wait_idle(p));
   CHECK_OK(pool_destroy(p));
@@ -284,9 +275,9 @@ static void test_unwind(void) {
   CHECK_EQ(ran_b, 1);
   /* Every function of this file defined above, so that a return address
    * in one of them is not taken for one in its neighbour. */
-  const any_fn fns[] = {(any_fn)dummy_fn,     (any_fn)check_regs,  (any_fn)test_registers,
+  const any_fn fns[] = {(any_fn)dummy_fn,     (any_fn)check_regs,  (any_fn)case_registers,
                         (any_fn)tracing_task, (any_fn)plain_task,  (any_fn)sync_caller,
-                        (any_fn)outer,        (any_fn)holder,      (any_fn)test_unwind};
+                        (any_fn)outer,        (any_fn)holder,      (any_fn)case_unwind};
   const int nf = (int)(sizeof fns / sizeof fns[0]);
   int in_caller = -1, in_outer = -1;
   for (int i = 0; i < trace_n; i++) {
@@ -308,27 +299,27 @@ typedef struct {
   pool_t *p;
   int n;
   long r;
-} fib_arg;
+} tfib_arg;
 
-static void fib_task(void *v) {
-  fib_arg *a = v;
+static void tfib_task(void *v) {
+  tfib_arg *a = v;
   if (a->n < 2) {
     a->r = a->n;
     return;
   }
-  fib_arg x = {a->p, a->n - 1, 0}, y = {a->p, a->n - 2, 0};
+  tfib_arg x = {a->p, a->n - 1, 0}, y = {a->p, a->n - 2, 0};
   pool_task_t t;
-  CHECK_OK(pool_spawn(a->p, &t, fib_task, &x));
-  fib_task(&y);
+  CHECK_OK(pool_spawn(a->p, &t, tfib_task, &x));
+  tfib_task(&y);
   CHECK_OK(pool_sync(&t));
   a->r = x.r + y.r;
 }
 
 static long pfib(pool_t *p, int n) {
   if (n < 2) return n;
-  fib_arg x = {p, n - 1, 0};
+  tfib_arg x = {p, n - 1, 0};
   pool_task_t t;
-  CHECK_OK(pool_spawn(p, &t, fib_task, &x));
+  CHECK_OK(pool_spawn(p, &t, tfib_task, &x));
   long y = pfib(p, n - 2);
   int rc = pool_take(&t);
   if (rc == POOL_TAKEN) return pfib(p, n - 1) + y;
@@ -336,22 +327,12 @@ static long pfib(pool_t *p, int n) {
   return x.r + y;
 }
 
-static void test_outside_fib(void) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  pool_t *p;
-  CHECK_OK(pool_create(&p, &cfg));
+static void case_outside_fib(void) {
+  pool_t *p = make_pool(2);
   CHECK_EQ(pfib(p, 20), 6765);
   CHECK_OK(pool_destroy(p));
 }
-
-int main(void) {
-  check_watchdog(60);
-  test_registers();
-  test_avx512();
-  test_unwind();
-  test_outside_fib();
-  return 0;
-}
 #endif
+
+TEST_MAIN_WITH(NO_TRAMPOLINES, NULL, 60, TEST_CASE(registers), TEST_CASE(avx512),
+               TEST_CASE(unwind), TEST_CASE(outside_fib))

@@ -7,12 +7,13 @@
  * has m children with probability q, the root b0), so an out-of-order sync
  * runs deep subtrees with many pending frames of the ancestors below it.
  * Every run must count exactly the nodes the sequential count finds, on 1,
- * 2 and 4 workers. */
+ * 2 and 4 workers. Cases, one per tree: chains (m=1), m8, m2000. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 typedef struct tree {
   const char *name;
@@ -85,7 +86,8 @@ static void finish(kid *k, uint64_t s) {
   }
 }
 
-static void shuffle(unsigned *v, unsigned n, uint64_t *r) {
+/* Fisher-Yates driven by the tree's own hash. */
+static void mix_shuffle(unsigned *v, unsigned n, uint64_t *r) {
   for (unsigned i = n; i > 1; i--) {
     *r = mix(*r);
     unsigned j = (unsigned)(*r % i), t = v[i - 1];
@@ -114,12 +116,12 @@ static long count_par(uint64_t s, int root, int order) {
         CHECK_OK(pool_spawn(NULL, &k[spawned].t, node_task, &k[spawned].a));
         ord[nout++] = spawned;
       }
-      shuffle(ord, nout, &r);
+      mix_shuffle(ord, nout, &r);
       r = mix(r);
       unsigned nsync = (unsigned)(r % (nout + 1));
       for (unsigned j = 0; j < nsync; j++) finish(&k[ord[--nout]], s);
     }
-    shuffle(ord, nout, &r);
+    mix_shuffle(ord, nout, &r);
     while (nout) finish(&k[ord[--nout]], s);
   } else {
     for (unsigned i = 0; i < n; i++) {
@@ -127,7 +129,7 @@ static long count_par(uint64_t s, int root, int order) {
       CHECK_OK(pool_spawn(NULL, &k[i].t, node_task, &k[i].a));
       ord[i] = order == ORDER_LIFO ? n - 1 - i : i;
     }
-    if (order == ORDER_RANDOM) shuffle(ord, n, &r);
+    if (order == ORDER_RANDOM) mix_shuffle(ord, n, &r);
     for (unsigned i = 0; i < n; i++) finish(&k[ord[i]], s);
   }
   long c = 1;
@@ -151,34 +153,34 @@ static void root_task(void *p) {
   a->count = count_par(a->seed, 1, a->order);
 }
 
-int main(void) {
-  check_watchdog(240);
+/* Every order on 1, 2 and 4 workers, for WSPOOL_STRESS times 3 seeds of
+ * tree `ti`. */
+static void run_tree(unsigned ti) {
   const unsigned nthr[] = {1, 2, 4};
   unsigned long reps = check_iters(3);
-  for (unsigned ti = 0; ti < sizeof trees / sizeof trees[0]; ti++) {
-    cur = &trees[ti];
-    for (unsigned long rep = 0; rep < reps; rep++) {
-      uint64_t seed = 1000 * ti + rep + 1;
-      long expect = count_seq(seed, 1);
-      for (unsigned wi = 0; wi < 3; wi++) {
-        pool_t *pool = NULL;
-        pool_config_t cfg;
-        pool_config_default(&cfg);
-        cfg.threads = nthr[wi];
-        CHECK_OK(pool_create(&pool, &cfg));
-        for (int order = 0; order < NORDERS; order++) {
-          root_arg a = {seed, order, -1};
-          CHECK_OK(pool_submit(pool, root_task, &a));
-          CHECK_OK(pool_wait_idle(pool));
-          if (a.count != expect)
-            fprintf(stderr, "tree %s, %s, %u workers: %ld nodes, expected %ld\n", cur->name,
-                    order_name[order], nthr[wi], a.count, expect);
-          CHECK_EQ(a.count, expect);
-        }
-        CHECK_OK(pool_destroy(pool));
+  cur = &trees[ti];
+  for (unsigned long rep = 0; rep < reps; rep++) {
+    uint64_t seed = 1000 * ti + rep + 1;
+    long expect = count_seq(seed, 1);
+    for (unsigned wi = 0; wi < 3; wi++) {
+      pool_t *pool = make_pool(nthr[wi]);
+      for (int order = 0; order < NORDERS; order++) {
+        root_arg a = {seed, order, -1};
+        CHECK_OK(pool_submit(pool, root_task, &a));
+        CHECK_OK(pool_wait_idle(pool));
+        if (a.count != expect)
+          fprintf(stderr, "tree %s, %s, %u workers: %ld nodes, expected %ld\n", cur->name,
+                  order_name[order], nthr[wi], a.count, expect);
+        CHECK_EQ(a.count, expect);
       }
-      if (rep == 0) fprintf(stderr, "tree %s: %ld nodes, every order exact\n", cur->name, expect);
+      CHECK_OK(pool_destroy(pool));
     }
+    if (rep == 0) fprintf(stderr, "tree %s: %ld nodes, every order exact\n", cur->name, expect);
   }
-  return 0;
 }
+
+static void case_chains(void) { run_tree(0); }
+static void case_m8(void) { run_tree(1); }
+static void case_m2000(void) { run_tree(2); }
+
+TEST_MAIN(240, TEST_CASE(chains), TEST_CASE(m8), TEST_CASE(m2000))

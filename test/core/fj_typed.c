@@ -15,7 +15,10 @@
  *    started it): the sync returns the result the thief stored;
  *  - misuse: NAME_sync_rc of a frame never spawned or already synced is
  *    EINVAL and leaves the output alone.
- * Built twice: with the header's inline paths and with POOL_NO_INLINE. */
+ * Built twice: with the header's inline paths and with POOL_NO_INLINE.
+ * Cases (each on pools of 1 to 8 workers, made from a zeroed
+ * configuration): fib, sum, arities, sync_orders, misuse, stolen (2 or
+ * more workers), outside; and default_pool. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -23,11 +26,10 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "wspool_test_config.h"
 
 /* ---- fib: one argument, a result ---------------------------------------- */
-
-static long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
 
 static long fib(int n);
 POOL_TASK(long, fib, int);
@@ -163,15 +165,6 @@ static long child_fn(child *c, int n) {
   return fib(n) * 1000 + c->idx;
 }
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
-
 static void sync_orders(unsigned k, uint64_t seed) {
   static child kids[KMAX];
   static child_fn_frame frames[KMAX];
@@ -182,12 +175,7 @@ static void sync_orders(unsigned k, uint64_t seed) {
       kids[i].idx = i;
       ord[i] = order == 1 ? k - 1 - i : i;
     }
-    if (order == 2)
-      for (unsigned i = k; i > 1; i--) {
-        unsigned j = (unsigned)(rng_next(&seed) % i), t = ord[i - 1];
-        ord[i - 1] = ord[j];
-        ord[j] = t;
-      }
+    if (order == 2) shuffle(ord, k, &seed);
     for (unsigned i = 0; i < k; i++) CHECK_OK(child_fn_spawn(&frames[i], &kids[i], (int)(i % 14)));
     for (unsigned j = 0; j < k; j++) {
       unsigned i = ord[j];
@@ -231,7 +219,7 @@ static void stolen(void) {
 
 static void misuse(void) {
   /* A -Ddebug_checks=true library reports these and aborts, by design
-   * (core_debug_checks checks that); here only the normal build's EINVAL. */
+   * (debug_checks.c checks that); here only the normal build's EINVAL. */
   if (WSPOOL_TEST_DEBUG_CHECKS) return;
   fib_frame f;
   memset(&f, 0, sizeof f);
@@ -328,32 +316,63 @@ static void outside(pool_t *pool) {
   for (int i = 0; i < 3; i++) CHECK_OK(pthread_join(th[i], NULL));
 }
 
-int main(void) {
-  check_watchdog(240);
+/* ---- the cases: each on pools of 1 to 8 workers, WSPOOL_STRESS times ---- */
+
+/* A pool of nw workers from a zeroed configuration (the environment not
+ * read). */
+static pool_t *zeroed_config_pool(unsigned nw) {
+  pool_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.threads = nw;
+  pool_t *p;
+  CHECK_OK(pool_create(&p, &cfg));
+  return p;
+}
+
+/* Job `what` in a pool of each size from `from` to 8. */
+static void each_pool(int what, unsigned from) {
+  for (unsigned long r = 0; r < check_iters(1); r++)
+    for (unsigned nw = from; nw <= 8; nw++) {
+      pool_t *p = zeroed_config_pool(nw);
+      in_pool(p, what, 0, 0);
+      pool_destroy(p);
+    }
+}
+
+static void case_fib(void) { each_pool(0, 1); }
+
+static void case_sum(void) {
   static int v[NVALUES];
   for (int i = 0; i < NVALUES; i++) v[i] = (i * 7919) % 1000 - 500;
   values = v;
+  each_pool(1, 1);
+}
 
-  unsigned long rounds = check_iters(1);
-  for (unsigned long r = 0; r < rounds; r++) {
+static void case_arities(void) { each_pool(2, 1); }
+static void case_misuse(void) { each_pool(4, 1); }
+static void case_stolen(void) { each_pool(5, 2); }
+
+static void case_sync_orders(void) {
+  static const unsigned ks[] = {1, 2, 3, 17, 255, 256, 257, 300, KMAX};
+  for (unsigned long r = 0; r < check_iters(1); r++)
     for (unsigned nw = 1; nw <= 8; nw++) {
-      pool_config_t cfg;
-      memset(&cfg, 0, sizeof cfg);
-      cfg.threads = nw;
-      pool_t *p;
-      CHECK_OK(pool_create(&p, &cfg));
-      in_pool(p, 0, 0, 0);
-      in_pool(p, 1, 0, 0);
-      in_pool(p, 2, 0, 0);
-      static const unsigned ks[] = {1, 2, 3, 17, 255, 256, 257, 300, KMAX};
+      pool_t *p = zeroed_config_pool(nw);
       for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         in_pool(p, 3, ks[i], 0x9e3779b97f4a7c15ull + i + nw + r);
-      in_pool(p, 4, 0, 0);
-      if (nw >= 2) in_pool(p, 5, 0, 0);
+      pool_destroy(p);
+    }
+}
+
+static void case_outside(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++)
+    for (unsigned nw = 1; nw <= 8; nw++) {
+      pool_t *p = zeroed_config_pool(nw);
       outside(p);
       pool_destroy(p);
     }
-  }
-  outside_thread(NULL); /* the default pool */
-  return 0;
 }
+
+static void case_default_pool(void) { outside_thread(NULL); }
+
+TEST_MAIN(240, TEST_CASE(fib), TEST_CASE(sum), TEST_CASE(arities), TEST_CASE(sync_orders),
+          TEST_CASE(misuse), TEST_CASE(stolen), TEST_CASE(outside), TEST_CASE(default_pool))

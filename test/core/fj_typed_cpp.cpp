@@ -2,10 +2,8 @@
 /* Typed tasks from C++: wspool.h's POOL_TASK compiles in C++ (warning
  * level 3, -Werror in CI) and computes the same results: fib through a
  * one-argument task and a void task writing through a pointer, on 1, 2 and
- * 4 workers, and from this (outside) thread. */
+ * 4 workers, and from this (outside) thread. Cases: inside, outside. */
 #include <wspool.h>
-
-#include <cstring>
 
 #include "check.h"
 
@@ -45,20 +43,32 @@ static void root(void *p) {
   fill(j->outs, 64);
 }
 
-int main() {
-  check_watchdog(120);
-  static const unsigned nws[] = {1, 2, 4};
+/* A pool of nw workers from a zeroed configuration. */
+static pool_t *zeroed_config_pool(unsigned nw) {
+  pool_config_t cfg{};
+  cfg.threads = nw;
+  pool_t *p = nullptr;
+  CHECK_OK(pool_create(&p, &cfg));
+  return p;
+}
+
+static const unsigned nws[] = {1, 2, 4};
+
+static void case_inside() {
   for (unsigned nw : nws) {
-    pool_config_t cfg;
-    std::memset(&cfg, 0, sizeof cfg);
-    cfg.threads = nw;
-    pool_t *p = nullptr;
-    CHECK_OK(pool_create(&p, &cfg));
+    pool_t *p = zeroed_config_pool(nw);
     job j = {};
     CHECK_OK(pool_submit(p, root, &j));
     CHECK_OK(pool_wait_idle(p));
     CHECK_EQ(j.fib25, 75025);
     for (long v : j.outs) CHECK_EQ(v, 6765);
+    pool_destroy(p);
+  }
+}
+
+static void case_outside() {
+  for (unsigned nw : nws) {
+    pool_t *p = zeroed_config_pool(nw);
     fib_frame f;
     CHECK_OK(fib_spawn_in(p, &f, 20));
     long r = 0;
@@ -66,5 +76,6 @@ int main() {
     CHECK_EQ(r, 6765);
     pool_destroy(p);
   }
-  return 0;
 }
+
+TEST_MAIN(120, TEST_CASE(inside), TEST_CASE(outside))

@@ -13,7 +13,8 @@
  *     some of them spawning a grandchild that the waiter must wake up to
  *     steal (a producer of work waking a waiter) and then waiting for it
  *     in turn; syncs, takes and group waits. Every result is checked; a
- *     lost wake-up leaves a waiter asleep forever and the watchdog fires. */
+ *     lost wake-up leaves a waiter asleep forever and the watchdog fires.
+ * Cases: cpu, no_lost_wakeup. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -22,7 +23,7 @@
 #include <wspool.h>
 
 #include "check.h"
-#include "core_util.h"
+#include "testutil.h"
 
 static double cpu_seconds(void) {
   struct rusage ru;
@@ -122,12 +123,8 @@ static void cpu_root(void *p) {
   CHECK_EQ(s.done, 1);
 }
 
-static void cpu_checks(void) {
-  pool_t *pool = NULL;
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  CHECK_OK(pool_create(&pool, &cfg));
+static void case_cpu(void) {
+  pool_t *pool = make_pool(2);
   const unsigned ms[] = {1000, 1000, 500, 500};
   for (int k = WAIT_SYNC; k <= WAIT_PARFOR; k++) {
     cpu_case c = {k, ms[k], -1};
@@ -143,15 +140,6 @@ static void cpu_checks(void) {
 }
 
 /* ---- no lost wake-up ------------------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *s = x;
-  return x;
-}
 
 static void busy_ns(long ns) {
   struct timespec a, b;
@@ -258,12 +246,8 @@ static void stress_root(void *p) {
   }
 }
 
-static void stress(void) {
-  pool_t *pool = NULL;
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  CHECK_OK(pool_create(&pool, &cfg));
+static void case_no_lost_wakeup(void) {
+  pool_t *pool = make_pool(2);
   stress_arg a = {check_iters(100000), 0x9E3779B97F4A7C15ull, 0};
   CHECK_OK(pool_submit(pool, stress_root, &a));
   CHECK_OK(pool_wait_idle(pool));
@@ -271,9 +255,4 @@ static void stress(void) {
   CHECK_OK(pool_destroy(pool));
 }
 
-int main(void) {
-  check_watchdog(240);
-  cpu_checks();
-  stress();
-  return 0;
-}
+TEST_MAIN(240, TEST_CASE(cpu), TEST_CASE(no_lost_wakeup))

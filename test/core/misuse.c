@@ -20,7 +20,10 @@
  *    and a distinct index per worker (N tasks held at a barrier on an
  *    N-worker pool see exactly 0..N-1).
  *  - The NULL pool: outside = the default pool, inside = the caller's pool.
- *  - pool_worker_stats: bad index / NULL out -> EINVAL; counters exact. */
+ *  - pool_worker_stats: bad index / NULL out -> EINVAL; counters exact.
+ * Cases: default_concurrent (first: before anything touches the default
+ * pool), create_args, null_fn, edeadlk, default_pool, eshutdown, strerror,
+ * identity, stats. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -32,16 +35,7 @@
 #include <wspool.h>
 
 #include "check.h"
-
-static pool_t *make_pool(unsigned threads) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
-  CHECK(p != NULL);
-  return p;
-}
+#include "testutil.h"
 
 static atomic_int hits;
 static void hit(void *arg) {
@@ -58,7 +52,7 @@ static void *default_getter(void *out) {
   return NULL;
 }
 
-static void test_default_concurrent(void) {
+static void case_default_concurrent(void) {
   pthread_t th[8];
   pool_t *got[8];
   for (int k = 0; k < 8; k++) CHECK_OK(pthread_create(&th[k], NULL, default_getter, &got[k]));
@@ -67,11 +61,13 @@ static void test_default_concurrent(void) {
   CHECK(got[0] != NULL);
   for (int k = 1; k < 8; k++) CHECK(got[k] == got[0]);
   CHECK(pool_default() == got[0]);
+  CHECK_EQ(pool_worker_id(), -1);
+  CHECK(pool_current() == NULL);
 }
 
 /* ---- pool_create arguments ---------------------------------------------- */
 
-static void test_create_args(void) {
+static void case_create_args(void) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   CHECK_EQ(pool_create(NULL, NULL), EINVAL);
@@ -117,13 +113,15 @@ static void submit_null_inside(void *arg) {
   atomic_store(&inside_rc_null_fn, pool_submit(NULL, NULL, NULL));
 }
 
-static void test_null_fn(pool_t *p) {
+static void case_null_fn(void) {
+  pool_t *p = make_pool(2);
   CHECK_EQ(pool_submit(p, NULL, NULL), EINVAL);
   CHECK_EQ(pool_submit(p, NULL, (void *)1), EINVAL);
   CHECK_EQ(pool_submit(NULL, NULL, NULL), EINVAL);
   CHECK_OK(pool_submit(p, submit_null_inside, NULL));
   CHECK_OK(pool_wait_idle(p));
   CHECK_EQ(atomic_load(&inside_rc_null_fn), EINVAL);
+  CHECK_OK(pool_destroy(p));
 }
 
 /* ---- EDEADLK ------------------------------------------------------------ */
@@ -161,7 +159,7 @@ static void deadlk_task(void *arg) {
   }
 }
 
-static void test_edeadlk(void) {
+static void case_edeadlk(void) {
   pool_t *p = make_pool(2);
   pool_t *q = make_pool(2);
   deadlk d = {p, q, -1, -1, -1, -1, -1, -1, -1};
@@ -201,7 +199,7 @@ static void on_default(void *arg) {
   atomic_fetch_add(&default_seen, 1);
 }
 
-static void test_default_pool(void) {
+static void case_default_pool(void) {
   pool_t *d = pool_default();
   CHECK(d != NULL);
   CHECK_EQ(pool_destroy(d), EINVAL);
@@ -324,7 +322,7 @@ static void test_eshutdown(unsigned threads) {
 
 /* ---- pool_strerror ------------------------------------------------------ */
 
-static void test_strerror(void) {
+static void case_strerror(void) {
   for (int e = -5000; e <= 5000; e++) {
     const char *m = pool_strerror(e);
     CHECK(m != NULL);
@@ -399,7 +397,7 @@ static void test_identity(unsigned n) {
 
 /* ---- stats --------------------------------------------------------------- */
 
-static void test_stats(void) {
+static void case_stats(void) {
   pool_t *p = make_pool(3);
   pool_worker_stats_t s;
   CHECK_EQ(pool_worker_stats(p, 3, &s), EINVAL);
@@ -435,24 +433,17 @@ static void test_stats(void) {
   CHECK_OK(pool_destroy(p));
 }
 
-int main(void) {
-  check_watchdog(120);
-  /* First, before anything else touches the default pool. */
-  test_default_concurrent();
-  CHECK_EQ(pool_worker_id(), -1);
-  CHECK(pool_current() == NULL);
-  test_create_args();
-  pool_t *p = make_pool(2);
-  test_null_fn(p);
-  CHECK_OK(pool_destroy(p));
-  test_edeadlk();
-  test_default_pool();
+static void case_eshutdown(void) {
   for (unsigned t = 1; t <= 3; t++)
     for (int r = 0; r < 5; r++) test_eshutdown(t);
-  test_strerror();
+}
+
+static void case_identity(void) {
   test_identity(1);
   test_identity(2);
   test_identity(5);
-  test_stats();
-  return 0;
 }
+
+TEST_MAIN(120, TEST_CASE(default_concurrent), TEST_CASE(create_args), TEST_CASE(null_fn),
+          TEST_CASE(edeadlk), TEST_CASE(default_pool), TEST_CASE(eshutdown), TEST_CASE(strerror),
+          TEST_CASE(identity), TEST_CASE(stats))

@@ -2,7 +2,7 @@
 /* The options table (runtime/options.c) against README.md's environment
  * table: every WSPOOL_* variable the library reads has its row, with the
  * same text, and the README lists no library variable the table lacks.
- * argv[1] is README.md. */
+ * WSPOOL_README is README.md's path (meson.build). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +38,8 @@ static void expected_row(const ws_option_desc *o, char *buf, size_t size) {
     snprintf(buf, size, "| `%s` | %s |\n", o->name, o->doc);
 }
 
-static void test_rows_match(const char *readme) {
+static void case_rows_match(void) {
+  char *readme = read_file(WSPOOL_README);
   size_t n;
   const ws_option_desc *t = ws_option_table(&n);
   CHECK(n > 0);
@@ -50,6 +51,7 @@ static void test_rows_match(const char *readme) {
       CHECK(0);
     }
   }
+  free(readme);
 }
 
 static bool known(const char *name, size_t len) {
@@ -62,7 +64,8 @@ static bool known(const char *name, size_t len) {
   return false;
 }
 
-static void test_no_extra_rows(const char *readme) {
+static void case_no_extra_rows(void) {
+  char *readme = read_file(WSPOOL_README);
   unsigned rows = 0;
   for (const char *s = strstr(readme, "\n| `WSPOOL_"); s; s = strstr(s + 1, "\n| `WSPOOL_")) {
     const char *name = s + 4;
@@ -76,13 +79,7 @@ static void test_no_extra_rows(const char *readme) {
   size_t n;
   ws_option_table(&n);
   CHECK(rows >= n);
+  free(readme);
 }
 
-int main(int argc, char **argv) {
-  CHECK(argc == 2);
-  char *readme = read_file(argv[1]);
-  test_rows_match(readme);
-  test_no_extra_rows(readme);
-  free(readme);
-  return 0;
-}
+TEST_MAIN(10, TEST_CASE(rows_match), TEST_CASE(no_extra_rows))

@@ -13,7 +13,9 @@
  *    task was taken exactly once from somewhere (local_pops + global_pops +
  *    steals == tasks run), the entries taken off the global queue
  *    (global_taken, in batches) == the outside submissions, and the
- *    tasks counters reach the exact total. */
+ *    tasks counters reach the exact total.
+ * Cases: one_worker, two_workers, four_workers: each part above on one
+ * pool of that size, the statistics accumulating over the parts. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -23,16 +25,12 @@
 #include <wspool.h>
 
 #include "check.h"
-#include "core_util.h"
+#include "testutil.h"
 
 static atomic_uint *flags;
 static size_t nflags;
 
-static void reset_flags(size_t n) {
-  free((void *)flags);
-  flags = flags_alloc(n);
-  nflags = n;
-}
+static void reset_flags(size_t n) { flags_reset(&flags, &nflags, n); }
 
 static void mark(void *arg) {
   size_t i = (size_t)(uintptr_t)arg;
@@ -66,17 +64,6 @@ static void check_stats(pool_t *p, uint64_t expect_tasks, uint64_t expect_global
     sched_yield();
   }
   CHECK_EQ(tasks, expect_tasks);
-}
-
-static pool_t *make_pool(unsigned threads) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
-  CHECK(p != NULL);
-  CHECK_EQ(pool_threads(p), threads);
-  return p;
 }
 
 /* ---- one outside thread ------------------------------------------------ */
@@ -242,26 +229,26 @@ static void test_chain(pool_t *p, size_t n, uint64_t *tasks, uint64_t *global) {
   *global += 1;
 }
 
-int main(void) {
-  check_watchdog(240);
-  const unsigned sizes[] = {1, 2, 4};
-  for (unsigned si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-    pool_t *p = make_pool(sizes[si]);
-    uint64_t tasks = 0, global = 0;
-    test_one_outside(p, 1, &tasks, &global);
-    test_one_outside(p, check_iters(50000), &tasks, &global);
-    check_stats(p, tasks, global);
-    test_many_outside(p, 8, check_iters(10000), &tasks, &global);
-    check_stats(p, tasks, global);
-    test_tree(p, 2, check_iters(65535), &tasks, &global);
-    test_tree(p, 7, check_iters(40000), &tasks, &global);
-    test_tree(p, 1, 1, &tasks, &global);
-    check_stats(p, tasks, global);
-    test_trees_from_threads(p, 8, check_iters(5000), &tasks, &global);
-    test_chain(p, check_iters(20000), &tasks, &global);
-    check_stats(p, tasks, global);
-    CHECK_OK(pool_destroy(p));
-  }
-  free((void *)flags);
-  return 0;
+static void run_all(unsigned workers) {
+  pool_t *p = make_pool(workers);
+  uint64_t tasks = 0, global = 0;
+  test_one_outside(p, 1, &tasks, &global);
+  test_one_outside(p, check_iters(50000), &tasks, &global);
+  check_stats(p, tasks, global);
+  test_many_outside(p, 8, check_iters(10000), &tasks, &global);
+  check_stats(p, tasks, global);
+  test_tree(p, 2, check_iters(65535), &tasks, &global);
+  test_tree(p, 7, check_iters(40000), &tasks, &global);
+  test_tree(p, 1, 1, &tasks, &global);
+  check_stats(p, tasks, global);
+  test_trees_from_threads(p, 8, check_iters(5000), &tasks, &global);
+  test_chain(p, check_iters(20000), &tasks, &global);
+  check_stats(p, tasks, global);
+  CHECK_OK(pool_destroy(p));
 }
+
+static void case_one_worker(void) { run_all(1); }
+static void case_two_workers(void) { run_all(2); }
+static void case_four_workers(void) { run_all(4); }
+
+TEST_MAIN(240, TEST_CASE(one_worker), TEST_CASE(two_workers), TEST_CASE(four_workers))

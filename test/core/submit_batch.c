@@ -23,7 +23,8 @@
  *    of the inside push hangs here (the watchdog fails the test): the
  *    producer's side of the sleep protocol is only a compiler fence when
  *    membarrier(2) is available (runtime/sleep.h).
- * Iterations scale with WSPOOL_STRESS. */
+ * Iterations scale with WSPOOL_STRESS. Cases: outside_producers,
+ * inside_batches, edge_cases, blocking_submitter, destroy_racing. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -33,7 +34,7 @@
 #include <wspool.h>
 
 #include "check.h"
-#include "core_util.h"
+#include "testutil.h"
 
 static atomic_uint *flags;
 static size_t nflags;
@@ -44,23 +45,9 @@ static void mark(void *arg) {
   atomic_fetch_add(&flags[i], 1);
 }
 
-static pool_t *make_pool(unsigned threads) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
-  return p;
-}
-
 /* A small deterministic generator per producer (the schedule varies, what
  * is submitted does not). */
-static unsigned next_rand(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return (unsigned)(*s >> 32);
-}
+static unsigned next_rand(uint64_t *s) { return (unsigned)(rng_next(s) >> 32); }
 
 /* Submit flags [lo, hi) in batches of 1..300, alternating the two calls. */
 static void submit_range(pool_t *p, size_t lo, size_t hi, uint64_t seed) {
@@ -97,9 +84,7 @@ static void *producer_main(void *arg) {
 static void outside_producers(unsigned workers, unsigned nprod, size_t per) {
   pool_t *p = make_pool(workers);
   size_t n = per * nprod;
-  free((void *)flags);
-  flags = flags_alloc(n);
-  nflags = n;
+  flags_reset(&flags, &nflags, n);
   producer pr[16];
   pthread_barrier_t bar;
   CHECK_OK(pthread_barrier_init(&bar, NULL, nprod));
@@ -148,9 +133,7 @@ static void inside_batches(unsigned workers) {
   pool_t *p = make_pool(workers);
   fanout = 48;
   size_t n = 1 + fanout + fanout * fanout;
-  free((void *)flags);
-  flags = flags_alloc(n);
-  nflags = n;
+  flags_reset(&flags, &nflags, n);
   free(tree);
   tree = calloc(n, sizeof *tree);
   CHECK(tree);
@@ -167,14 +150,23 @@ static void count_null(void *arg) {
   atomic_fetch_add(&null_calls, 1);
 }
 
+/* args NULL from a worker: one task (its own path) and a batch. */
+static void submit_null_args_inside(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_submit_n(NULL, count_null, NULL, 1));
+  CHECK_OK(pool_submit_n(NULL, count_null, NULL, 3));
+}
+
 static void edge_cases(void) {
   atomic_store(&null_calls, 0);
   pool_t *p = make_pool(2);
   CHECK_OK(pool_submit_n(p, count_null, NULL, 0));
   CHECK_EQ(pool_submit_n(p, NULL, NULL, 5), EINVAL);
   CHECK_OK(pool_submit_n(p, count_null, NULL, 1000));
+  CHECK_OK(pool_submit_n(p, count_null, NULL, 1));
+  CHECK_OK(pool_submit(p, submit_null_args_inside, NULL));
   CHECK_OK(pool_wait_idle(p));
-  CHECK_EQ(atomic_load(&null_calls), 1000);
+  CHECK_EQ(atomic_load(&null_calls), 1000 + 1 + 4);
   CHECK_OK(pool_destroy(p));
 }
 
@@ -240,9 +232,7 @@ static void gate(void *arg) {
 
 static void destroy_racing_producers(unsigned workers, unsigned delay_ms) {
   size_t n = RACE_PRODUCERS * (size_t)RACE_MAX;
-  free((void *)flags);
-  flags = flags_alloc(n);
-  nflags = n;
+  flags_reset(&flags, &nflags, n);
   atomic_store(&race_stopped, 0);
   atomic_store(&race_started, 0);
   atomic_store(&nops_ran, 0);
@@ -330,21 +320,35 @@ static void blocking_submitter(void) {
   CHECK_OK(pool_destroy(p));
 }
 
-int main(void) {
-  check_watchdog(240);
-  unsigned long rounds = check_iters(1);
-  for (unsigned long r = 0; r < rounds; r++) {
-    static const unsigned workers[] = {1, 2, 3};
-    static const unsigned producers[] = {1, 4, 16};
+/* ---- the cases: each repeated WSPOOL_STRESS times ---------------------- */
+
+static const unsigned pool_sizes[] = {1, 2, 3};
+
+static void case_outside_producers(void) {
+  static const unsigned producers[] = {1, 4, 16};
+  for (unsigned long r = 0; r < check_iters(1); r++)
     for (unsigned w = 0; w < 3; w++)
-      for (unsigned k = 0; k < 3; k++) outside_producers(workers[w], producers[k], 20000);
-    for (unsigned w = 0; w < 3; w++) inside_batches(workers[w]);
-    edge_cases();
-    blocking_submitter();
+      for (unsigned k = 0; k < 3; k++) outside_producers(pool_sizes[w], producers[k], 20000);
+}
+
+static void case_inside_batches(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++)
+    for (unsigned w = 0; w < 3; w++) inside_batches(pool_sizes[w]);
+}
+
+static void case_edge_cases(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++) edge_cases();
+}
+
+static void case_blocking_submitter(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++) blocking_submitter();
+}
+
+static void case_destroy_racing(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++)
     for (unsigned w = 1; w <= 3; w++)
       for (unsigned d = 0; d < 3; d++) destroy_racing_producers(w, d);
-  }
-  free((void *)flags);
-  free(tree);
-  return 0;
 }
+
+TEST_MAIN(240, TEST_CASE(outside_producers), TEST_CASE(inside_batches), TEST_CASE(edge_cases),
+          TEST_CASE(blocking_submitter), TEST_CASE(destroy_racing))

@@ -10,7 +10,8 @@
  * 3. Every worker asleep first (30 ms idle, then pool_worker_stats shows
  *    each worker has slept and stands still), then a single submit
  *    (outside), or a single spawn/sync or group child from outside, must
- *    complete; and a burst of 100 submits after another sleep. */
+ *    complete; and a burst of 100 submits after another sleep.
+ * Cases: cycles, inside_cycles, jitter_cycles, asleep. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -21,7 +22,7 @@
 #include <wspool.h>
 
 #include "check.h"
-#include "core_util.h"
+#include "testutil.h"
 
 static atomic_ulong counter;
 static atomic_uchar *ran;
@@ -43,15 +44,6 @@ static void parent_task(void *arg) {
   atomic_fetch_add(&ran[i], 1);
   atomic_fetch_add(&counter, 1);
   CHECK_OK(pool_submit(NULL, follow_up, (void *)(uintptr_t)(i + 1)));
-}
-
-static pool_t *make_pool(unsigned threads) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
-  return p;
 }
 
 static void test_cycles(unsigned long n) {
@@ -116,10 +108,7 @@ static void test_jitter_cycles(unsigned threads, unsigned long n, unsigned max_u
   pool_t *p = make_pool(threads);
   uint64_t s = 0x243F6A8885A308D3ull ^ threads;
   for (unsigned long i = 0; i < n; i++) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    spin_ns(s % ((uint64_t)max_us * 1000));
+    spin_ns(rng_next(&s) % ((uint64_t)max_us * 1000));
     CHECK_OK(pool_submit(p, cycle_task, (void *)(uintptr_t)i));
     CHECK_OK(pool_wait_idle(p));
     CHECK_EQ(atomic_load(&ran[i]), 1);
@@ -172,14 +161,20 @@ static void test_asleep(unsigned threads, unsigned cycles) {
   CHECK_OK(pool_destroy(p));
 }
 
-int main(void) {
-  check_watchdog(200);
-  test_cycles(check_iters(100000));
-  test_inside_cycles(check_iters(20000));
+static void case_cycles(void) { test_cycles(check_iters(100000)); }
+
+static void case_inside_cycles(void) { test_inside_cycles(check_iters(20000)); }
+
+static void case_jitter_cycles(void) {
   test_jitter_cycles(1, check_iters(20000), 150);
   test_jitter_cycles(2, check_iters(10000), 150);
+}
+
+static void case_asleep(void) {
   test_asleep(1, 30);
   test_asleep(2, 30);
   test_asleep(4, 15);
-  return 0;
 }
+
+TEST_MAIN(200, TEST_CASE(cycles), TEST_CASE(inside_cycles), TEST_CASE(jitter_cycles),
+          TEST_CASE(asleep))

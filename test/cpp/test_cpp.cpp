@@ -17,7 +17,9 @@
  *  - submit + wait_idle;
  *  - C errors become wspool::error with the errno value;
  *  - no allocation: join, parallel_for and parallel_reduce make no call to
- *    operator new (counted by a replacement below). */
+ *    operator new (counted by a replacement below).
+ * Cases: join, join_exceptions, parallel_for, reduce, group, submit,
+ * errors, no_allocation. */
 #include <wspool.hpp>
 
 #include <atomic>
@@ -43,15 +45,7 @@ static std::atomic<long> news{0};
 /* Not under the sanitizers: their runtimes define operator new themselves
  * (clang links them statically, so a second definition fails to link), and
  * the allocation count below is then not checked. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define COUNT_NEW 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define COUNT_NEW 0
-#endif
-#endif
-#ifndef COUNT_NEW
-#define COUNT_NEW 1
+#if !TEST_UNDER_ASAN && !TEST_UNDER_TSAN
 void *operator new(std::size_t n) {
   news.fetch_add(1, std::memory_order_relaxed);
   if (void *p = std::malloc(n ? n : 1)) return p;
@@ -310,24 +304,50 @@ static void test_no_allocation(wspool::pool &p) {
   CHECK_EQ(after - before, 0);
 }
 
-int main() {
-  check_watchdog(120);
+static void case_join() {
   wspool::pool one(1), three(3);
   CHECK_EQ(one.threads(), 1);
   CHECK_EQ(three.threads(), 3);
   test_join(one);
   test_join(three);
   CHECK_EQ(fib(15), fib_seq(15)); /* from main: the default pool */
+}
+
+static void case_join_exceptions() {
+  wspool::pool one(1);
   test_join_exceptions(one);
+}
+
+static void case_parallel_for() {
+  wspool::pool one(1), three(3);
   test_parallel_for(one);
   test_parallel_for(three);
+}
+
+static void case_reduce() {
+  wspool::pool one(1), three(3);
   test_reduce(three, one);
+}
+
+static void case_group() {
+  wspool::pool one(1), three(3);
   test_group(one);
   test_group(three);
+}
+
+static void case_submit() {
+  wspool::pool three(3);
   test_submit(three);
-  test_errors();
+}
+
+static void case_errors() { test_errors(); }
+
+static void case_no_allocation() {
+  wspool::pool one(1), three(3);
   test_no_allocation(one);
   test_no_allocation(three);
-  std::puts("cpp: ok");
-  return 0;
 }
+
+TEST_MAIN(120, TEST_CASE(join), TEST_CASE(join_exceptions), TEST_CASE(parallel_for),
+          TEST_CASE(reduce), TEST_CASE(group), TEST_CASE(submit), TEST_CASE(errors),
+          TEST_CASE(no_allocation))

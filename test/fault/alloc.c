@@ -18,8 +18,9 @@
  * see the header), outside and inside pool_submit, pool_spawn from outside
  * and inside (more frames than the private array and the deque start with),
  * groups from outside and inside, pool_parallel_for from outside and inside,
- * pool_parallel_reduce. WSPOOL_STRESS repeats the whole sweep.
- * Skipped (77) under sanitizers (fault.h). */
+ * pool_parallel_reduce: one case each (their names in SCENARIOS below).
+ * WSPOOL_STRESS repeats each sweep. Skipped (77) under sanitizers
+ * (fault.h). */
 #include "fault.h"
 
 #include <stdatomic.h>
@@ -28,10 +29,9 @@
 #include <stdlib.h>
 #include <wspool.h>
 
-#include "../core/core_util.h"
 #include "check.h"
+#include "testutil.h"
 
-#if FAULT_AVAILABLE
 enum { N = 600 }; /* more than the queue, deque and frame arrays start with */
 
 static atomic_uint *flags;
@@ -62,7 +62,7 @@ static void ok_or(int rc, int a, int b) {
   }
 }
 
-static pool_t *make_pool(void) {
+static pool_t *scenario_pool(void) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = 2;
@@ -128,15 +128,26 @@ static void inside_submitter(void *arg) {
   }
 }
 
-static void sc_submit_inside(void) {
+/* A task running `fn`, which fills accepted[]. */
+static void sc_inside(pool_fn fn) {
   reset_marks();
   memset(accepted, 0, sizeof accepted);
-  int rc = pool_submit(pool, inside_submitter, NULL);
+  int rc = pool_submit(pool, fn, NULL);
   ok_or(rc, ENOMEM, 0);
   CHECK_OK(pool_wait_idle(pool));
   fault_alloc_arm(0);
   if (rc == 0) check_marks(accepted, N);
 }
+
+/* `all` from this outside thread, which fills accepted[]. */
+static void sc_outside(void (*all)(void)) {
+  reset_marks();
+  all();
+  fault_alloc_arm(0);
+  check_marks(accepted, N);
+}
+
+static void sc_submit_inside(void) { sc_inside(inside_submitter); }
 
 static pool_task_t frames[N];
 
@@ -155,22 +166,8 @@ static void spawner(void *arg) {
   spawn_all();
 }
 
-static void sc_spawn_outside(void) {
-  reset_marks();
-  spawn_all();
-  fault_alloc_arm(0);
-  check_marks(accepted, N);
-}
-
-static void sc_spawn_inside(void) {
-  reset_marks();
-  memset(accepted, 0, sizeof accepted);
-  int rc = pool_submit(pool, spawner, NULL);
-  ok_or(rc, ENOMEM, 0);
-  CHECK_OK(pool_wait_idle(pool));
-  fault_alloc_arm(0);
-  if (rc == 0) check_marks(accepted, N);
-}
+static void sc_spawn_outside(void) { sc_outside(spawn_all); }
+static void sc_spawn_inside(void) { sc_inside(spawner); }
 
 static void group_all(void) {
   pool_group_t g;
@@ -188,22 +185,8 @@ static void grouper(void *arg) {
   group_all();
 }
 
-static void sc_group_outside(void) {
-  reset_marks();
-  group_all();
-  fault_alloc_arm(0);
-  check_marks(accepted, N);
-}
-
-static void sc_group_inside(void) {
-  reset_marks();
-  memset(accepted, 0, sizeof accepted);
-  int rc = pool_submit(pool, grouper, NULL);
-  ok_or(rc, ENOMEM, 0);
-  CHECK_OK(pool_wait_idle(pool));
-  fault_alloc_arm(0);
-  if (rc == 0) check_marks(accepted, N);
-}
+static void sc_group_outside(void) { sc_outside(group_all); }
+static void sc_group_inside(void) { sc_inside(grouper); }
 
 static void range_mark(size_t b, size_t e, void *ctx) {
   (void)ctx;
@@ -239,18 +222,9 @@ static void sc_parfor_inside(void) {
   check_marks(accepted, N);
 }
 
-static void red_body(size_t b, size_t e, void *acc, void *ctx) {
-  (void)ctx;
-  for (size_t i = b; i < e; i++) *(uint64_t *)acc += i;
-}
-static void red_combine(void *into, const void *from, void *ctx) {
-  (void)ctx;
-  *(uint64_t *)into += *(const uint64_t *)from;
-}
-
 static void sc_reduce(void) {
   uint64_t zero = 0, out = 1;
-  pool_reducer_t r = {sizeof(uint64_t), &zero, red_body, red_combine, NULL, 1};
+  pool_reducer_t r = {sizeof(uint64_t), &zero, sum_body, sum_combine, NULL, 1};
   int rc = pool_parallel_reduce(pool, 0, 10000, 0, &r, &out);
   fault_alloc_arm(0);
   ok_or(rc, ENOMEM, 0);
@@ -264,20 +238,23 @@ typedef struct scenario {
   int bound;
 } scenario;
 
-static const scenario scenarios[] = {
-    {"create", sc_create, 0, 0},
-    {"create bound", sc_create, 0, 1},
-    {"submit outside", sc_submit_outside, 1, 0},
-    {"submit inside", sc_submit_inside, 1, 0},
-    {"spawn outside", sc_spawn_outside, 1, 0},
-    {"spawn inside", sc_spawn_inside, 1, 0},
-    {"group outside", sc_group_outside, 1, 0},
-    {"group inside", sc_group_inside, 1, 0},
-    {"parallel_for outside", sc_parfor_outside, 1, 0},
-    {"parallel_for inside", sc_parfor_inside, 1, 0},
-    {"parallel_for bound", sc_parfor_outside, 1, 1},
-    {"parallel_reduce", sc_reduce, 1, 0},
-};
+/* X(case name, what it runs, whether it needs a pool, whether bound) */
+#define SCENARIOS(X)                                  \
+  X(create, sc_create, 0, 0)                          \
+  X(create_bound, sc_create, 0, 1)                    \
+  X(submit_outside, sc_submit_outside, 1, 0)          \
+  X(submit_inside, sc_submit_inside, 1, 0)            \
+  X(spawn_outside, sc_spawn_outside, 1, 0)            \
+  X(spawn_inside, sc_spawn_inside, 1, 0)              \
+  X(group_outside, sc_group_outside, 1, 0)            \
+  X(group_inside, sc_group_inside, 1, 0)              \
+  X(parallel_for_outside, sc_parfor_outside, 1, 0)    \
+  X(parallel_for_inside, sc_parfor_inside, 1, 0)      \
+  X(parallel_for_bound, sc_parfor_outside, 1, 1)      \
+  X(parallel_reduce, sc_reduce, 1, 0)
+
+#define SCENARIO_ENTRY(name, run, needs_pool, bound) {#name, run, needs_pool, bound},
+static const scenario scenarios[] = {SCENARIOS(SCENARIO_ENTRY)};
 
 /* One run with the k-th allocation failing; returns whether it did. */
 static int check_leaks;
@@ -285,7 +262,7 @@ static int check_leaks;
 static int run_once(const scenario *s, long k) {
   bound = s->bound;
   long live = fault_live();
-  if (s->needs_pool) pool = make_pool();
+  if (s->needs_pool) pool = scenario_pool();
   fault_alloc_arm(k);
   s->run();
   fault_alloc_arm(0); /* (each scenario disarms before it checks) */
@@ -298,27 +275,34 @@ static int run_once(const scenario *s, long k) {
   }
   return hit;
 }
-#endif
 
-int main(void) {
-#if FAULT_AVAILABLE
-  check_watchdog(240);
+/* Warm up, before the first case: the shared topology, the free list of
+ * pool structs, the C library's lazily made state (stdio, thread stacks). */
+static void warm_up(void) {
   flags = flags_alloc(N);
-  /* Warm up: the shared topology, the free list of pool structs, the C
-   * library's lazily made state (stdio, thread stacks). */
   for (int w = 0; w < 2; w++)
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) run_once(&scenarios[i], 0);
   check_leaks = 1;
-  unsigned long rounds = check_iters(1);
-  for (unsigned long r = 0; r < rounds; r++)
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
-      long k = 1;
-      while (run_once(&scenarios[i], k)) k++;
-      if (r == 0) fprintf(stderr, "%-22s %ld allocation points\n", scenarios[i].name, k - 1);
-    }
-  free((void *)flags);
-  return 0;
-#else
-  return 77;
-#endif
 }
+
+/* The case: every k = 1, 2, ... until a run where no k-th allocation
+ * happened, WSPOOL_STRESS times. */
+static void sweep(const char *name) {
+  const scenario *s = NULL;
+  for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+    if (!strcmp(scenarios[i].name, name)) s = &scenarios[i];
+  CHECK(s != NULL);
+  unsigned long rounds = check_iters(1);
+  for (unsigned long r = 0; r < rounds; r++) {
+    long k = 1;
+    while (run_once(s, k)) k++;
+    if (r == 0) fprintf(stderr, "%-22s %ld allocation points\n", s->name, k - 1);
+  }
+}
+
+#define SCENARIO_CASE(name, run, needs_pool, bound) \
+  static void case_##name(void) { sweep(#name); }
+SCENARIOS(SCENARIO_CASE)
+
+#define SCENARIO_TEST(name, run, needs_pool, bound) TEST_CASE(name),
+TEST_MAIN_WITH(FAULT_AVAILABLE ? NULL : FAULT_UNAVAILABLE, warm_up, 240, SCENARIOS(SCENARIO_TEST))

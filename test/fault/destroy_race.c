@@ -20,7 +20,8 @@
  *     called while it runs, must not return before that piece has finished
  *     (it used to free the pool and the piece then notified freed memory).
  *     The piece waits a little after destroy was called, to let a wrong
- *     destroy get that far; only the order is asserted. */
+ *     destroy get that far; only the order is asserted.
+ * Cases: race (1), inline_piece (2; skipped without the interposer). */
 #include "fault.h"
 
 #include <pthread.h>
@@ -29,8 +30,8 @@
 #include <stdlib.h>
 #include <wspool.h>
 
-#include "../core/core_util.h"
 #include "check.h"
+#include "testutil.h"
 
 enum { KINDS = 11 };
 enum { K_SUBMIT, K_SPAWN, K_TAKE, K_JOIN, K_GROUP, K_PARFOR, K_REDUCE, K_IDLE, K_STATS, K_CPU, K_SUBMIT2 };
@@ -49,15 +50,6 @@ static void body(size_t b, size_t e, void *ctx) {
   atomic_fetch_add(&((range_ctx *)ctx)->items, (long)(e - b));
 }
 
-static void red_body(size_t b, size_t e, void *acc, void *ctx) {
-  (void)ctx;
-  *(long *)acc += (long)(e - b);
-}
-static void red_combine(void *into, const void *from, void *ctx) {
-  (void)ctx;
-  *(long *)into += *(const long *)from;
-}
-
 static void ok_or_shutdown(int rc) {
   if (rc != 0 && rc != ESHUTDOWN) {
     fprintf(stderr, "unexpected %d (%s)\n", rc, pool_strerror(rc));
@@ -65,76 +57,83 @@ static void ok_or_shutdown(int rc) {
   }
 }
 
+/* One call of entry point `kind`, counting what it accepted; returns its
+ * result. One arm per entry point, each a few lines: kept as one switch. */
+static int call_once(int kind) {
+  void *karg = (void *)(intptr_t)kind;
+  int rc = 0;
+  switch (kind) {
+  case K_SUBMIT:
+  case K_SUBMIT2:
+    rc = pool_submit(pool, task, karg);
+    if (rc == 0) atomic_fetch_add(&accepted[kind], 1);
+    break;
+  case K_SPAWN:
+  case K_TAKE: {
+    pool_task_t t;
+    rc = pool_spawn(pool, &t, task, karg);
+    if (rc == 0) {
+      atomic_fetch_add(&accepted[kind], 1);
+      CHECK_OK(kind == K_SPAWN ? pool_sync(&t) : pool_take(&t));
+    }
+    break;
+  }
+  case K_JOIN: {
+    /* Both halves or neither: ESHUTDOWN means nothing ran. */
+    rc = pool_join(pool, task, karg, task, karg);
+    if (rc == 0) atomic_fetch_add(&accepted[kind], 2);
+    break;
+  }
+  case K_GROUP: {
+    pool_group_t g;
+    CHECK_OK(pool_group_init(&g, pool));
+    for (int i = 0; i < 4; i++) {
+      int r = pool_group_spawn(&g, task, karg);
+      ok_or_shutdown(r);
+      if (r == 0) atomic_fetch_add(&accepted[kind], 1);
+      if (r) rc = r;
+    }
+    CHECK_OK(pool_group_wait(&g));
+    break;
+  }
+  case K_PARFOR: {
+    range_ctx c;
+    atomic_init(&c.items, 0);
+    rc = pool_parallel_for(pool, 0, 1000, 7, body, &c);
+    CHECK_EQ(atomic_load(&c.items), rc == 0 ? 1000 : 0);
+    break;
+  }
+  case K_REDUCE: {
+    long zero = 0, out = -1;
+    pool_reducer_t r = {sizeof(long), &zero, len_body, len_combine, NULL, 0};
+    rc = pool_parallel_reduce(pool, 0, 1000, 7, &r, &out);
+    if (rc == 0) CHECK_EQ(out, 1000);
+    break;
+  }
+  case K_IDLE:
+    rc = pool_wait_idle(pool);
+    break;
+  case K_STATS: {
+    pool_worker_stats_t s;
+    rc = pool_worker_stats(pool, 0, &s);
+    break;
+  }
+  case K_CPU:
+    /* No error code to check (-1 both unbound and refused): these must
+     * only return; the submit ends the loop. */
+    (void)pool_worker_cpu(pool, 0);
+    (void)pool_threads(pool);
+    rc = pool_submit(pool, task, karg);
+    if (rc == 0) atomic_fetch_add(&accepted[kind], 1);
+    break;
+  }
+  return rc;
+}
+
 static void *hammer(void *arg) {
   int kind = (int)(intptr_t)arg;
-  void *karg = (void *)(intptr_t)kind;
   for (;;) {
-    int rc = 0;
-    switch (kind) {
-    case K_SUBMIT:
-    case K_SUBMIT2:
-      rc = pool_submit(pool, task, karg);
-      if (rc == 0) atomic_fetch_add(&accepted[kind], 1);
-      break;
-    case K_SPAWN:
-    case K_TAKE: {
-      pool_task_t t;
-      rc = pool_spawn(pool, &t, task, karg);
-      if (rc == 0) {
-        atomic_fetch_add(&accepted[kind], 1);
-        CHECK_OK(kind == K_SPAWN ? pool_sync(&t) : pool_take(&t));
-      }
-      break;
-    }
-    case K_JOIN: {
-      /* Both halves or neither: ESHUTDOWN means nothing ran. */
-      rc = pool_join(pool, task, karg, task, karg);
-      if (rc == 0) atomic_fetch_add(&accepted[kind], 2);
-      break;
-    }
-    case K_GROUP: {
-      pool_group_t g;
-      CHECK_OK(pool_group_init(&g, pool));
-      for (int i = 0; i < 4; i++) {
-        int r = pool_group_spawn(&g, task, karg);
-        ok_or_shutdown(r);
-        if (r == 0) atomic_fetch_add(&accepted[kind], 1);
-        if (r) rc = r;
-      }
-      CHECK_OK(pool_group_wait(&g));
-      break;
-    }
-    case K_PARFOR: {
-      range_ctx c;
-      atomic_init(&c.items, 0);
-      rc = pool_parallel_for(pool, 0, 1000, 7, body, &c);
-      CHECK_EQ(atomic_load(&c.items), rc == 0 ? 1000 : 0);
-      break;
-    }
-    case K_REDUCE: {
-      long zero = 0, out = -1;
-      pool_reducer_t r = {sizeof(long), &zero, red_body, red_combine, NULL, 0};
-      rc = pool_parallel_reduce(pool, 0, 1000, 7, &r, &out);
-      if (rc == 0) CHECK_EQ(out, 1000);
-      break;
-    }
-    case K_IDLE:
-      rc = pool_wait_idle(pool);
-      break;
-    case K_STATS: {
-      pool_worker_stats_t s;
-      rc = pool_worker_stats(pool, 0, &s);
-      break;
-    }
-    case K_CPU:
-      /* No error code to check (-1 both unbound and refused): these must
-       * only return; the submit ends the loop. */
-      (void)pool_worker_cpu(pool, 0);
-      (void)pool_threads(pool);
-      rc = pool_submit(pool, task, karg);
-      if (rc == 0) atomic_fetch_add(&accepted[kind], 1);
-      break;
-    }
+    int rc = call_once(kind);
     ok_or_shutdown(rc);
     if (rc == ESHUTDOWN) return NULL;
     /* Fire-and-forget callers keep the queue short, so the others get
@@ -150,10 +149,7 @@ static void race_cycle(unsigned threads) {
     atomic_store(&ran[k], 0);
     atomic_store(&calls_done[k], 0);
   }
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = threads;
-  CHECK_OK(pool_create(&pool, &cfg));
+  pool = make_pool(threads);
   pthread_t th[KINDS];
   for (int k = 0; k < KINDS; k++)
     CHECK_OK(pthread_create(&th[k], NULL, hammer, (void *)(intptr_t)k));
@@ -165,7 +161,6 @@ static void race_cycle(unsigned threads) {
   for (int k = 0; k < KINDS; k++) CHECK_EQ(atomic_load(&ran[k]), atomic_load(&accepted[k]));
 }
 
-#if FAULT_AVAILABLE
 static atomic_int in_body, destroy_called, body_done;
 
 static void slow_body(size_t b, size_t e, void *ctx) {
@@ -195,10 +190,7 @@ static void inline_piece_vs_destroy(void) {
   atomic_store(&body_done, 0);
   atomic_store(&pf_rc, -1);
   atomic_init(&pf_ctx.items, 0);
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  CHECK_OK(pool_create(&pool, &cfg));
+  pool = make_pool(2);
   pthread_t t;
   CHECK_OK(pthread_create(&t, NULL, parfor_caller, NULL));
   while (!atomic_load(&in_body) && atomic_load(&pf_rc) == -1) sched_yield();
@@ -216,14 +208,15 @@ static void inline_piece_vs_destroy(void) {
   CHECK(rc == 0);
   CHECK_EQ(atomic_load(&pf_ctx.items), 64);
 }
-#endif
 
-int main(void) {
-  check_watchdog(120);
+static void case_race(void) {
   unsigned long n = check_iters(30);
   for (unsigned long i = 0; i < n; i++) race_cycle(1 + (unsigned)(i % 3));
-#if FAULT_AVAILABLE
-  for (int i = 0; i < 5; i++) inline_piece_vs_destroy();
-#endif
-  return 0;
 }
+
+static void case_inline_piece(void) {
+  if (!FAULT_AVAILABLE) TEST_SKIP(FAULT_UNAVAILABLE);
+  for (int i = 0; i < 5; i++) inline_piece_vs_destroy();
+}
+
+TEST_MAIN(120, TEST_CASE(race), TEST_CASE(inline_piece))

@@ -17,11 +17,12 @@
  *  - then exits with exit() (atexit handlers and stdio run).
  * The parent checks every child exited 0 and, after the last fork, that
  * its own work ran exactly once.
- * `fork_trace` runs the same with WSPOOL_TRACE and WSPOOL_STATS set (the
- * program re-executes itself with them), while another thread creates and
- * destroys traced pools, so a fork may come while the trace lock is held;
- * the child must neither hang nor write to the parent's trace file, which
- * stays a complete JSON array.
+ * The case `fork_trace`, run only when named (meson's fault_fork_trace),
+ * runs the same with WSPOOL_TRACE and WSPOOL_STATS set (the program
+ * re-executes itself with them to run the case `traced`), while another
+ * thread creates and destroys traced pools, so a fork may come while the
+ * trace lock is held; the child must neither hang nor write to the
+ * parent's trace file, which stays a complete JSON array.
  * Skipped (77) under the sanitizers: ThreadSanitizer does not support a
  * multi-threaded parent's child starting threads, and AddressSanitizer's
  * allocator (GCC 12) takes no fork handlers, so a child can block in
@@ -38,16 +39,8 @@
 #include <unistd.h>
 #include <wspool.h>
 
-#include "../core/core_util.h"
 #include "check.h"
-
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
+#include "testutil.h"
 
 enum { W_NONE, W_SUBMIT, W_PARFOR, W_GROUP, W_SPAWN, W_JOIN, W_IDLE, NWORK };
 static const char *const work_name[NWORK] = {"idle",  "submit", "parallel_for", "group",
@@ -71,15 +64,6 @@ static void count(void *arg) {
 
 static void range_body(size_t b, size_t e, void *ctx) {
   atomic_fetch_add((atomic_long *)ctx, (long)(e - b));
-}
-
-static void red_body(size_t b, size_t e, void *acc, void *ctx) {
-  (void)ctx;
-  *(long *)acc += (long)(e - b);
-}
-static void red_combine(void *into, const void *from, void *ctx) {
-  (void)ctx;
-  *(long *)into += *(const long *)from;
 }
 
 static void *worker_thread(void *arg) {
@@ -163,7 +147,7 @@ static void child_checks(void) {
   CHECK_EQ(pool_group_init(&g, P), EOWNERDEAD);
   CHECK_EQ(pool_parallel_for(P, 0, 10, 1, range_body, &items), EOWNERDEAD);
   long zero = 0, out = -1;
-  pool_reducer_t r = {sizeof(long), &zero, red_body, red_combine, NULL, 0};
+  pool_reducer_t r = {sizeof(long), &zero, len_body, len_combine, NULL, 0};
   CHECK_EQ(pool_parallel_reduce(P, 0, 10, 1, &r, &out), EOWNERDEAD);
   pool_worker_stats_t s;
   CHECK_EQ(pool_worker_stats(P, 0, &s), EOWNERDEAD);
@@ -173,11 +157,7 @@ static void child_checks(void) {
   CHECK_OK(pool_destroy(P));
 
   /* A new pool works. */
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  pool_t *q = NULL;
-  CHECK_OK(pool_create(&q, &cfg));
+  pool_t *q = make_pool(2);
   for (int i = 0; i < 100; i++) CHECK_OK(pool_submit(q, count, NULL));
   CHECK_OK(pool_destroy(q));
   CHECK_EQ(atomic_load(&ran), 103);
@@ -188,11 +168,7 @@ static atomic_int churn_stop;
 static void *churn_thread(void *arg) {
   (void)arg;
   while (!atomic_load(&churn_stop)) {
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = 1;
-    pool_t *q;
-    CHECK_OK(pool_create(&q, &cfg));
+    pool_t *q = make_pool(1);
     for (int i = 0; i < 200; i++) CHECK_OK(pool_submit(q, count, NULL));
     atomic_fetch_add(&submitted, 200);
     CHECK_OK(pool_destroy(q));
@@ -200,18 +176,8 @@ static void *churn_thread(void *arg) {
   return NULL;
 }
 
-static int run(int traced) {
-  check_watchdog(120);
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  CHECK_OK(pool_create(&P, &cfg));
-  CHECK_OK(pool_submit(NULL, count, NULL)); /* the parent's default pool */
-  atomic_fetch_add(&submitted, 1);
-  CHECK_OK(pool_wait_idle(NULL));
-  pthread_t bg, churn;
-  CHECK_OK(pthread_create(&bg, NULL, worker_thread, NULL));
-  if (traced) CHECK_OK(pthread_create(&churn, NULL, churn_thread, NULL));
+/* Forks during each kind of work, WSPOOL_STRESS times 3 each. */
+static void forks_during_work(void) {
   unsigned long forks = check_iters(3);
   for (int k = 0; k < NWORK; k++) {
     atomic_store(&work_kind, k);
@@ -228,13 +194,22 @@ static int run(int traced) {
       }
       int st;
       CHECK_EQ(waitpid(pid, &st, 0), pid);
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "child forked during %s work: %s %d\n", work_name[k],
-                WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-        CHECK(0);
-      }
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        FAIL("child forked during %s work: %s %d\n", work_name[k],
+             WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     }
   }
+}
+
+static void run(int traced) {
+  P = make_pool(2);
+  CHECK_OK(pool_submit(NULL, count, NULL)); /* the parent's default pool */
+  atomic_fetch_add(&submitted, 1);
+  CHECK_OK(pool_wait_idle(NULL));
+  pthread_t bg, churn;
+  CHECK_OK(pthread_create(&bg, NULL, worker_thread, NULL));
+  if (traced) CHECK_OK(pthread_create(&churn, NULL, churn_thread, NULL));
+  forks_during_work();
   atomic_store(&stop_work, 1);
   CHECK_OK(pthread_join(bg, NULL));
   if (traced) {
@@ -244,57 +219,62 @@ static int run(int traced) {
   CHECK_OK(pool_wait_idle(NULL));
   CHECK_OK(pool_destroy(P));
   CHECK_EQ(atomic_load(&ran), atomic_load(&submitted));
-  return 0;
 }
 
-#ifdef UNDER_SANITIZER
-static const int under_sanitizer = 1;
-#else
-static const int under_sanitizer = 0;
-#endif
+static void case_fork(void) { run(0); }
 
-int main(int argc, char **argv) {
-  if (getenv("WSPOOL_TEST_EMULATED")) {
-    /* qemu-user asserts in its own code when a multithreaded guest forks
-     * (plugins/core.c, cpu-exec.c), before the child runs any of ours. */
-    fprintf(stderr, "skipped: fork() of a threaded process under qemu-user\n");
-    return 77;
+/* With traced pools: the case fork_trace re-executes the program for it. */
+static void case_traced(void) { run(1); }
+
+/* The parent's trace file, whole: one '[' first, one ']' last. */
+static void check_trace_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  int c, first = -1, last = -1, opens = 0, closes = 0;
+  while ((c = fgetc(f)) != EOF) {
+    if (first < 0 && c != '\n' && c != ' ') first = c;
+    if (c == '[') opens++;
+    if (c == ']') closes++;
+    if (c != '\n' && c != ' ') last = c;
   }
-  if (under_sanitizer) return 77;
-  if (argc > 1 && !strcmp(argv[1], "traced")) return run(1);
-  if (argc > 1 && !strcmp(argv[1], "fork_trace")) {
-    /* Re-run traced: tracing starts with the first pool of a process. */
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/wspool-fork-trace-%d.json", (int)getpid());
-    check_watchdog(300);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-      setenv("WSPOOL_TRACE", path, 1);
-      setenv("WSPOOL_STATS", "1", 1);
-      execl("/proc/self/exe", argv[0], "traced", (char *)NULL);
-      _exit(2);
-    }
-    int st;
-    CHECK_EQ(waitpid(pid, &st, 0), pid);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    /* The parent's file, whole: one '[' first, one ']' last. */
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    int c, first = -1, last = -1, opens = 0, closes = 0;
-    while ((c = fgetc(f)) != EOF) {
-      if (first < 0 && c != '\n' && c != ' ') first = c;
-      if (c == '[') opens++;
-      if (c == ']') closes++;
-      if (c != '\n' && c != ' ') last = c;
-    }
-    fclose(f);
-    unlink(path);
-    CHECK_EQ(first, '[');
-    CHECK_EQ(last, ']');
-    CHECK_EQ(opens, 1);
-    CHECK_EQ(closes, 1);
-    return 0;
-  }
-  return run(0);
+  fclose(f);
+  CHECK_EQ(first, '[');
+  CHECK_EQ(last, ']');
+  CHECK_EQ(opens, 1);
+  CHECK_EQ(closes, 1);
 }
+
+/* Re-runs the program traced (tracing starts with the first pool of a
+ * process): the case `traced` with WSPOOL_TRACE and WSPOOL_STATS set. */
+static void case_fork_trace(void) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/wspool-fork-trace-%d.json", (int)getpid());
+  check_watchdog(300);
+  CHECK_OK(setenv("WSPOOL_TRACE", path, 1));
+  CHECK_OK(setenv("WSPOOL_STATS", "1", 1));
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    execl("/proc/self/exe", test_argv0(), "traced", (char *)NULL);
+    _exit(2);
+  }
+  CHECK_OK(unsetenv("WSPOOL_TRACE"));
+  CHECK_OK(unsetenv("WSPOOL_STATS"));
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  check_trace_file(path);
+  unlink(path);
+}
+
+static const char *skip_reason(void) {
+  /* qemu-user asserts in its own code when a multithreaded guest forks
+   * (plugins/core.c, cpu-exec.c), before the child runs any of ours. */
+  if (getenv("WSPOOL_TEST_EMULATED")) return "fork() of a threaded process under qemu-user";
+  if (TEST_UNDER_ASAN || TEST_UNDER_TSAN) return "a threaded fork under ThreadSanitizer or AddressSanitizer (see fork.c)";
+  return NULL;
+}
+
+TEST_MAIN_WITH(skip_reason(), NULL, 120, TEST_CASE(fork), TEST_CASE_NAMED(fork_trace),
+               TEST_CASE_NAMED(traced))

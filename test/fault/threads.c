@@ -13,7 +13,9 @@
  *     pool_threads() 0), nothing runs, and once threads can be created
  *     again the next call makes the pool and works: the failure is not
  *     remembered.
- * Skipped (77) under sanitizers (fault.h). */
+ * Cases: default_pool_retries (first: the default pool must not exist
+ * yet), create_fails. Skipped (77) under sanitizers (fault.h) and under an
+ * emulator. */
 #include "fault.h"
 
 #include <stdatomic.h>
@@ -22,10 +24,9 @@
 #include <unistd.h>
 #include <wspool.h>
 
-#include "../core/core_util.h"
 #include "check.h"
+#include "testutil.h"
 
-#if FAULT_AVAILABLE
 static atomic_long ran;
 static void count(void *arg) {
   (void)arg;
@@ -35,25 +36,7 @@ static void body(size_t b, size_t e, void *ctx) {
   (void)ctx;
   atomic_fetch_add(&ran, (long)(e - b));
 }
-static void red_body(size_t b, size_t e, void *acc, void *ctx) {
-  (void)ctx;
-  *(long *)acc += (long)(e - b);
-}
-static void red_combine(void *into, const void *from, void *ctx) {
-  (void)ctx;
-  *(long *)into += *(const long *)from;
-}
-
-static long threads_now(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  CHECK(f != NULL);
-  char line[256];
-  long v = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "Threads:", 8)) v = strtol(line + 8, NULL, 10);
-  fclose(f);
-  return v;
-}
+static long threads_now(void) { return proc_status_field("Threads"); }
 
 /* The main thread, and the default pool's workers once it exists. */
 static long base_threads = 1;
@@ -64,7 +47,7 @@ static void wait_base_threads(void) {
   CHECK_EQ(threads_now(), base_threads);
 }
 
-static void create_fails_at_every_index(void) {
+static void case_create_fails(void) {
   static const unsigned counts[] = {1, 2, 4, 5};
   for (int bind = 0; bind < 2; bind++) {
     pool_config_t cfg;
@@ -97,13 +80,13 @@ static void create_fails_at_every_index(void) {
   }
 }
 
-static void default_pool_retries(void) {
+static void case_default_pool_retries(void) {
   atomic_store(&ran, 0);
   pool_task_t t;
   pool_group_t g;
   pool_worker_stats_t s;
   long zero = 0, out = 0;
-  pool_reducer_t r = {sizeof(long), &zero, red_body, red_combine, NULL, 0};
+  pool_reducer_t r = {sizeof(long), &zero, len_body, len_combine, NULL, 0};
   for (int round = 0; round < 3; round++) {
     /* Each call tries again: fail its first thread each time. */
     fault_thread_arm(1);
@@ -139,21 +122,12 @@ static void default_pool_retries(void) {
   CHECK(pool_default() != NULL);
   base_threads = 1 + pool_threads(NULL);
 }
-#endif
 
-int main(void) {
-  if (getenv("WSPOOL_TEST_EMULATED")) {
-    /* Counts the process's threads in /proc/self/task, where qemu-user
-     * adds threads of its own. */
-    fprintf(stderr, "skipped: thread counts include the emulator's under qemu-user\n");
-    return 77;
-  }
-#if FAULT_AVAILABLE
-  check_watchdog(120);
-  default_pool_retries(); /* first: the default pool must not exist yet */
-  create_fails_at_every_index();
-  return 0;
-#else
-  return 77;
-#endif
+static const char *skip_reason(void) {
+  /* Counts the process's threads in /proc/self/task, where qemu-user
+   * adds threads of its own. */
+  if (getenv("WSPOOL_TEST_EMULATED")) return "thread counts include the emulator's under qemu-user";
+  return FAULT_AVAILABLE ? NULL : FAULT_UNAVAILABLE;
 }
+
+TEST_MAIN_WITH(skip_reason(), NULL, 120, TEST_CASE(default_pool_retries), TEST_CASE(create_fails))

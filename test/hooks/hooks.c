@@ -14,7 +14,8 @@
  *    /proc/self/task/N/comm; a long name is cut so the index fits; the
  *    default name is "wspool-p<N>-w<index>";
  *  - a pool_create() that fails after workers started (strict binding
- *    refused by a seccomp filter, in a child process) runs no hook. */
+ *    refused by a seccomp filter, in a child process) runs no hook.
+ * Cases: unbound, bound, long_name, default_name, failed_create. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -30,15 +31,8 @@
 #include <unistd.h>
 #include <wspool.h>
 
-#if defined(__x86_64__) || defined(__aarch64__)
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
-#define HOOKS_SECCOMP 1
-#endif
-
 #include "check.h"
+#include "no_affinity.h"
 
 #define MAXW 16
 
@@ -170,10 +164,8 @@ static void run_pool(unsigned threads, pool_bind_t bind, const char *name, const
     size_t keep = strlen(prefix);
     if (keep > (size_t)(15 - sl)) keep = (size_t)(15 - sl);
     snprintf(want, sizeof want, "%.*s-w%u", (int)keep, prefix, i);
-    if (strcmp(st.comm[i], want) != 0) {
-      fprintf(stderr, "worker %u is named \"%s\", expected \"%s\"\n", i, st.comm[i], want);
-      exit(1);
-    }
+    if (strcmp(st.comm[i], want) != 0)
+      FAIL("worker %u is named \"%s\", expected \"%s\"\n", i, st.comm[i], want);
     CHECK_EQ(threads_named(want), 1);
   }
   CHECK_EQ(atomic_load(&st.task_before_start), 0);
@@ -184,14 +176,12 @@ static void run_pool(unsigned threads, pool_bind_t bind, const char *name, const
     CHECK_EQ(st.stop_tid[i], st.start_tid[i]);
   }
   for (unsigned i = n; i < MAXW; i++) CHECK_EQ(atomic_load(&st.starts[i]) + atomic_load(&st.stops[i]), 0);
-  if (atomic_load(&st.bad)) {
-    fprintf(stderr, "a check inside a hook failed (hooks.c line %d)\n", atomic_load(&st.bad));
-    exit(1);
-  }
+  if (atomic_load(&st.bad))
+    FAIL("a check inside a hook failed (hooks.c line %d)\n", atomic_load(&st.bad));
 }
 
 /* The default name: "wspool-p<N>-w<i>" for some N. */
-static void default_name(void) {
+static void case_default_name(void) {
   static hook_state st;
   memset(&st, 0, sizeof st);
   pool_config_t cfg;
@@ -212,36 +202,11 @@ static void default_name(void) {
   CHECK_EQ(atomic_load(&st.bad), 0);
 }
 
-#ifdef HOOKS_SECCOMP
-#if defined(__x86_64__)
-#define TEST_AUDIT_ARCH AUDIT_ARCH_X86_64
-#else
-#define TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#endif
-/* sched_setaffinity on another thread fails with ENOSYS (placement/nobind.c):
- * the plan passes, binding the first started worker fails. */
-static int refuse_setaffinity_others(void) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TEST_AUDIT_ARCH, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sched_setaffinity, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
-  };
-  struct sock_fprog prog = {sizeof f / sizeof *f, f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) return errno;
-  return 0;
-}
-
-/* In a child: 0 = checked, 77 = could not set the scene up, 1 = failed. */
+/* In a child: 0 = checked, 77 = could not set the scene up, 1 = failed.
+ * Binding a started worker fails: sched_setaffinity on another thread is
+ * refused (placement/nobind.c), the plan's probe on this one passes. */
 static int failed_create_child(void) {
-  if (refuse_setaffinity_others() != 0) return 77;
+  if (refuse_setaffinity(true) != 0) return 77;
   static hook_state st;
   pool_config_t cfg;
   pool_config_default(&cfg);
@@ -263,7 +228,8 @@ static int failed_create_child(void) {
   return 0;
 }
 
-static void failed_create(void) {
+static void case_failed_create(void) {
+  if (!NO_AFFINITY_AVAILABLE) TEST_SKIP("no seccomp filter for this architecture");
   fflush(NULL);
   pid_t pid = fork();
   CHECK(pid >= 0);
@@ -273,25 +239,24 @@ static void failed_create(void) {
   CHECK(WIFEXITED(status));
   int code = WEXITSTATUS(status);
   CHECK(code == 0 || code == 77);
-  if (code == 77) puts("hooks: failed-create case skipped (no seccomp or no binding)");
+  if (code == 77) TEST_SKIP("no seccomp or no binding");
 }
-#endif
 
-int main(void) {
-  check_watchdog(120);
+/* This process's CPUs, at most MAXW. */
+static unsigned allowed_cpus(void) {
   cpu_set_t allowed;
   CHECK_OK(sched_getaffinity(0, sizeof allowed, &allowed));
   unsigned ncpu = (unsigned)CPU_COUNT(&allowed);
-  if (ncpu > MAXW) ncpu = MAXW;
-
-  run_pool(3, POOL_BIND_NONE, "hk", "hk");
-  run_pool(ncpu, POOL_BIND_CORE, "bound", "bound");
-  /* 12 workers: "-w11" leaves 11 bytes of the name. */
-  run_pool(12, POOL_BIND_NONE, "averyverylongpoolname", "averyverylongpoolname");
-  default_name();
-#ifdef HOOKS_SECCOMP
-  failed_create();
-#endif
-  puts("hooks: ok");
-  return 0;
+  return ncpu > MAXW ? MAXW : ncpu;
 }
+
+static void case_unbound(void) { run_pool(3, POOL_BIND_NONE, "hk", "hk"); }
+static void case_bound(void) { run_pool(allowed_cpus(), POOL_BIND_CORE, "bound", "bound"); }
+
+/* 12 workers: "-w11" leaves 11 bytes of the name. */
+static void case_long_name(void) {
+  run_pool(12, POOL_BIND_NONE, "averyverylongpoolname", "averyverylongpoolname");
+}
+
+TEST_MAIN(120, TEST_CASE(unbound), TEST_CASE(bound), TEST_CASE(long_name), TEST_CASE(default_name),
+          TEST_CASE(failed_create))

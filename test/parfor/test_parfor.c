@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* pool_parallel_for: exact coverage (every index exactly once), grain
- * respected, nesting across mechanisms and pools, huge ranges, errors. */
+ * respected, nesting across mechanisms and pools, huge ranges, errors.
+ * Cases: errors, sweep, large, nested, mixed, huge (all but errors on
+ * pools of 1, 2, 3 and 8 workers). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 typedef struct cover {
   size_t begin, end, grain;
@@ -31,10 +34,7 @@ static void check_cover(pool_t *p, size_t begin, size_t n, size_t grain) {
   CHECK(c.seen);
   CHECK_OK(pool_parallel_for(p, begin, begin + n, grain, cover_body, &c));
   for (size_t i = 0; i < n; i++)
-    if (c.seen[i] != 1) {
-      fprintf(stderr, "n=%zu grain=%zu: index %zu seen %d times\n", n, grain, begin + i, c.seen[i]);
-      exit(1);
-    }
+    if (c.seen[i] != 1) FAIL("n=%zu grain=%zu: index %zu seen %d times\n", n, grain, begin + i, c.seen[i]);
   CHECK(atomic_load(&c.short_calls) <= 1);
   if (n == 0) CHECK_EQ(atomic_load(&c.calls), 0);
   free(c.seen);
@@ -88,25 +88,8 @@ static void check_nested(pool_t *p, pool_t *other) {
   free(ns.cells);
 }
 
-/* Fork/join inside parallel_for, and parallel_for inside fork/join. */
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
-
-static void fib_task(void *v) {
-  fib_arg *a = v;
-  if (a->n < 2) {
-    a->r = a->n;
-    return;
-  }
-  fib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
-  pool_task_t t;
-  CHECK_OK(pool_spawn(NULL, &t, fib_task, &x));
-  fib_task(&y);
-  CHECK_OK(pool_sync(&t));
-  a->r = x.r + y.r;
-}
+/* Fork/join inside parallel_for (fib_task), and parallel_for inside
+ * fork/join. */
 
 static const long fibs[] = {0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597};
 
@@ -184,32 +167,34 @@ static void noop_body(size_t b, size_t e, void *ctx) {
   CHECK(0);
 }
 
-int main(void) {
-  check_watchdog(240);
-  /* Errors. */
-  pool_t *p1;
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  CHECK_OK(pool_create(&p1, &cfg));
-  CHECK_EQ(pool_parallel_for(p1, 5, 4, 1, noop_body, NULL), EINVAL);
-  CHECK_EQ(pool_parallel_for(p1, 0, 4, 1, NULL, NULL), EINVAL);
-  CHECK_OK(pool_parallel_for(p1, 7, 7, 1, noop_body, NULL));
-
-  static const unsigned workers[] = {1, 2, 3, 8};
-  for (size_t k = 0; k < sizeof workers / sizeof *workers; k++) {
-    pool_t *p;
-    cfg.threads = workers[k];
-    CHECK_OK(pool_create(&p, &cfg));
-    sweep(p);
-    check_cover(p, 0, 10000000, 0);
-    check_nested(p, p1);
-    check_mixed(p);
-    check_huge(p, 0, SIZE_MAX - 1, SIZE_MAX / 1000);
-    check_huge(p, SIZE_MAX - 100000, SIZE_MAX - 1, 2);
-    check_huge(p, 0, SIZE_MAX - 1, 0);
-    CHECK_OK(pool_destroy(p));
-  }
-  CHECK_OK(pool_destroy(p1));
-  return 0;
+static void case_errors(void) {
+  pool_t *p = make_pool(2);
+  CHECK_EQ(pool_parallel_for(p, 5, 4, 1, noop_body, NULL), EINVAL);
+  CHECK_EQ(pool_parallel_for(p, 0, 4, 1, NULL, NULL), EINVAL);
+  CHECK_OK(pool_parallel_for(p, 7, 7, 1, noop_body, NULL));
+  CHECK_OK(pool_destroy(p));
 }
+
+static void large(pool_t *p) { check_cover(p, 0, 10000000, 0); }
+
+/* With a parallel_for on another pool (of 2 workers) in some rows. */
+static void nested(pool_t *p) {
+  pool_t *other = make_pool(2);
+  check_nested(p, other);
+  CHECK_OK(pool_destroy(other));
+}
+
+static void huge_ranges(pool_t *p) {
+  check_huge(p, 0, SIZE_MAX - 1, SIZE_MAX / 1000);
+  check_huge(p, SIZE_MAX - 100000, SIZE_MAX - 1, 2);
+  check_huge(p, 0, SIZE_MAX - 1, 0);
+}
+
+static void case_sweep(void) { ON_POOLS(sweep, 1, 2, 3, 8); }
+static void case_large(void) { ON_POOLS(large, 1, 2, 3, 8); }
+static void case_nested(void) { ON_POOLS(nested, 1, 2, 3, 8); }
+static void case_mixed(void) { ON_POOLS(check_mixed, 1, 2, 3, 8); }
+static void case_huge(void) { ON_POOLS(huge_ranges, 1, 2, 3, 8); }
+
+TEST_MAIN(240, TEST_CASE(errors), TEST_CASE(sweep), TEST_CASE(large), TEST_CASE(nested),
+          TEST_CASE(mixed), TEST_CASE(huge))

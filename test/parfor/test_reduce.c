@@ -1,21 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* pool_parallel_reduce: exact sums, a non-commutative combine, bit-exact
- * floating point in deterministic mode across worker counts, errors. */
+ * floating point in deterministic mode across worker counts, errors.
+ * Cases: sums, noncommutative, float_bits, errors; each on pools of 1, 2, 3
+ * and 8 workers. */
 #include <stdint.h>
 #include <string.h>
 #include <wspool.h>
 
 #include "check.h"
-
-static void sum_body(size_t b, size_t e, void *acc, void *ctx) {
-  (void)ctx;
-  uint64_t *s = acc;
-  for (size_t i = b; i < e; i++) *s += i;
-}
-static void sum_combine(void *into, const void *from, void *ctx) {
-  (void)ctx;
-  *(uint64_t *)into += *(const uint64_t *)from;
-}
+#include "testutil.h"
 
 /* 2x2 matrices mod 2^64: associative, not commutative. The product over
  * i of M(i) in index order has a closed form only by brute force, so the
@@ -51,69 +44,76 @@ static void fsum_combine(void *into, const void *from, void *ctx) {
   *(double *)into += *(const double *)from;
 }
 
-int main(void) {
-  check_watchdog(120);
-  static const unsigned workers[] = {1, 2, 3, 8};
-  const uint64_t zero = 0;
-  const mat ident = {1, 0, 0, 1};
-  const double fzero = 0.0;
-  double fref = 0;
-  int have_fref = 0;
-  for (size_t k = 0; k < sizeof workers / sizeof *workers; k++) {
-    pool_t *p;
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = workers[k];
-    CHECK_OK(pool_create(&p, &cfg));
+static const uint64_t zero = 0;
 
-    pool_reducer_t r = {sizeof(uint64_t), &zero, sum_body, sum_combine, NULL, 0};
-    static const size_t ns[] = {0, 1, 2, 10, 999, 100000, 3000000};
-    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
-      for (size_t grain = 0; grain < 3; grain++) {
-        uint64_t got = 12345;
-        r.deterministic = (int)(grain & 1);
-        CHECK_OK(pool_parallel_reduce(p, 5, 5 + ns[i], grain * 100, &r, &got));
-        uint64_t n = ns[i], want = n * (n - 1) / 2 + 5 * n; /* sum of 5..5+n-1 */
-        if (n == 0) want = 0;
-        CHECK_EQ(got, want);
-      }
+/* The sum of the indices of 5..5+n for several n and grains. */
+static void sums(pool_t *p) {
+  pool_reducer_t r = {sizeof(uint64_t), &zero, sum_body, sum_combine, NULL, 0};
+  static const size_t ns[] = {0, 1, 2, 10, 999, 100000, 3000000};
+  for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+    for (size_t grain = 0; grain < 3; grain++) {
+      uint64_t got = 12345;
+      r.deterministic = (int)(grain & 1);
+      CHECK_OK(pool_parallel_reduce(p, 5, 5 + ns[i], grain * 100, &r, &got));
+      uint64_t n = ns[i], want = n * (n - 1) / 2 + 5 * n; /* sum of 5..5+n-1 */
+      if (n == 0) want = 0;
+      CHECK_EQ(got, want);
     }
-
-    pool_reducer_t rm = {sizeof(mat), &ident, mat_body, mat_combine, NULL, 0};
-    mat want = ident;
-    for (size_t i = 0; i < 200000; i++) {
-      mat m = mat_of(i);
-      mat_mul(&want, &m);
-    }
-    for (int det = 0; det < 2; det++) {
-      mat got;
-      rm.deterministic = det;
-      CHECK_OK(pool_parallel_reduce(p, 0, 200000, 0, &rm, &got));
-      CHECK(memcmp(&got, &want, sizeof want) == 0);
-    }
-
-    /* Deterministic floating point: the same bits on every worker count. */
-    pool_reducer_t rf = {sizeof(double), &fzero, fsum_body, fsum_combine, NULL, 1};
-    double f;
-    CHECK_OK(pool_parallel_reduce(p, 0, 1000003, 0, &rf, &f));
-    if (!have_fref) {
-      fref = f;
-      have_fref = 1;
-    }
-    CHECK(memcmp(&f, &fref, sizeof f) == 0);
-
-    /* Errors leave nothing half-done. */
-    uint64_t out;
-    CHECK_EQ(pool_parallel_reduce(p, 3, 2, 0, &r, &out), EINVAL);
-    CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, NULL, &out), EINVAL);
-    CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, &r, NULL), EINVAL);
-    pool_reducer_t bad = r;
-    bad.size = 0;
-    CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, &bad, &out), EINVAL);
-    bad = r;
-    bad.combine = NULL;
-    CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, &bad, &out), EINVAL);
-    CHECK_OK(pool_destroy(p));
   }
-  return 0;
 }
+
+static void noncommutative(pool_t *p) {
+  const mat ident = {1, 0, 0, 1};
+  pool_reducer_t rm = {sizeof(mat), &ident, mat_body, mat_combine, NULL, 0};
+  mat want = ident;
+  for (size_t i = 0; i < 200000; i++) {
+    mat m = mat_of(i);
+    mat_mul(&want, &m);
+  }
+  for (int det = 0; det < 2; det++) {
+    mat got;
+    rm.deterministic = det;
+    CHECK_OK(pool_parallel_reduce(p, 0, 200000, 0, &rm, &got));
+    CHECK(memcmp(&got, &want, sizeof want) == 0);
+  }
+}
+
+/* Deterministic floating point: the same bits on every worker count (the
+ * first pool's result is the reference). */
+static double fref;
+static int have_fref;
+
+static void float_bits(pool_t *p) {
+  const double fzero = 0.0;
+  pool_reducer_t rf = {sizeof(double), &fzero, fsum_body, fsum_combine, NULL, 1};
+  double f;
+  CHECK_OK(pool_parallel_reduce(p, 0, 1000003, 0, &rf, &f));
+  if (!have_fref) {
+    fref = f;
+    have_fref = 1;
+  }
+  CHECK(memcmp(&f, &fref, sizeof f) == 0);
+}
+
+/* Errors leave nothing half-done. */
+static void errors(pool_t *p) {
+  pool_reducer_t r = {sizeof(uint64_t), &zero, sum_body, sum_combine, NULL, 0};
+  uint64_t out;
+  CHECK_EQ(pool_parallel_reduce(p, 3, 2, 0, &r, &out), EINVAL);
+  CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, NULL, &out), EINVAL);
+  CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, &r, NULL), EINVAL);
+  pool_reducer_t bad = r;
+  bad.size = 0;
+  CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, &bad, &out), EINVAL);
+  bad = r;
+  bad.combine = NULL;
+  CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, &bad, &out), EINVAL);
+}
+
+static void case_sums(void) { ON_POOLS(sums, 1, 2, 3, 8); }
+static void case_noncommutative(void) { ON_POOLS(noncommutative, 1, 2, 3, 8); }
+static void case_float_bits(void) { ON_POOLS(float_bits, 1, 2, 3, 8); }
+static void case_errors(void) { ON_POOLS(errors, 1, 2, 3, 8); }
+
+TEST_MAIN(120, TEST_CASE(sums), TEST_CASE(noncommutative), TEST_CASE(float_bits),
+          TEST_CASE(errors))

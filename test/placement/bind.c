@@ -8,14 +8,18 @@
  * keep the process's affinity. With hwloc: CORE puts the first workers on
  * distinct cores, worker memory is bound to the worker's NUMA node.
  *
- * `bind taskset` re-executes itself restricted to one CPU (CPU 1 when
- * allowed, like `taskset -c 1`; else the highest allowed one) and checks that
- * every worker is then on that CPU. */
+ * Cases: core, spread, none, strict; and, only when named, taskset: the
+ * program re-executed restricted to one CPU (CPU 1 when allowed, like
+ * `taskset -c 1`; else the highest allowed one) runs `restricted`, the four
+ * cases again with every worker on that CPU. `restricted` alone runs them in
+ * a process already limited to one CPU (`taskset -c N placement_bind
+ * restricted`). */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <wspool.h>
 
@@ -42,18 +46,12 @@ static hwloc_obj_t core_of(int cpu) {
 }
 #endif
 
-static void check_pool(pool_bind_t bind, unsigned threads, int only_cpu) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.bind = bind;
-  cfg.threads = threads;
-  cfg.stack_size = 256u << 10;
-  pool_t *pool;
-  CHECK_OK(pool_create(&pool, &cfg));
-  unsigned n = pool_threads(pool);
-  CHECK_EQ(n, threads ? threads : (unsigned)nallowed);
-  CHECK_EQ(pool_worker_cpu(pool, n), -1);
+/* The CPU every worker must be on, or -1. */
+static int only_cpu = -1;
 
+/* What the pool planned: pool_worker_cpu() and the worker's own record
+ * agree, each CPU allowed, used evenly. */
+static void check_planned(pool_t *pool, pool_bind_t bind, unsigned n) {
   unsigned *uses = calloc(CPU_SETSIZE, sizeof(unsigned));
   CHECK(uses);
   for (unsigned i = 0; i < n; i++) {
@@ -83,7 +81,10 @@ static void check_pool(pool_bind_t bind, unsigned threads, int only_cpu) {
       if (CPU_ISSET(c, &allowed)) CHECK(uses[c] == lo || uses[c] == hi);
   }
   free(uses);
+}
 
+/* Each worker thread's real affinity, read by a task on it. */
+static void check_affinity(pool_t *pool, pool_bind_t bind, unsigned n) {
   probe *pr = probe_run(pool);
   for (unsigned i = 0; i < n; i++) {
     int cpu = pool_worker_cpu(pool, i);
@@ -93,45 +94,66 @@ static void check_pool(pool_bind_t bind, unsigned threads, int only_cpu) {
       CHECK(mask_is_only(&pr->mask[i], cpu));
   }
   probe_free(pr);
-  check_victims_shape(pool);
+}
 
 #ifdef WS_HAVE_HWLOC
-  if (topo_here && bind == POOL_BIND_CORE) {
-    /* Compact: the first min(n, cores) workers on distinct cores. */
-    unsigned ncores = 0;
-    hwloc_bitmap_t seen = hwloc_bitmap_alloc();
-    CHECK(seen);
-    for (int c = 0; c < CPU_SETSIZE; c++) {
-      if (!CPU_ISSET(c, &allowed)) continue;
-      hwloc_obj_t core = core_of(c);
-      if (!hwloc_bitmap_isset(seen, core->logical_index)) ncores++;
-      hwloc_bitmap_set(seen, core->logical_index);
-    }
-    hwloc_bitmap_zero(seen);
-    for (unsigned i = 0; i < n && i < ncores; i++) {
-      hwloc_obj_t core = core_of(pool_worker_cpu(pool, i));
-      CHECK(!hwloc_bitmap_isset(seen, core->logical_index));
-      hwloc_bitmap_set(seen, core->logical_index);
-    }
-    hwloc_bitmap_free(seen);
+/* CORE is compact: the first min(n, cores) workers on distinct cores. */
+static void check_distinct_cores(pool_t *pool, unsigned n) {
+  unsigned ncores = 0;
+  hwloc_bitmap_t seen = hwloc_bitmap_alloc();
+  CHECK(seen);
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    hwloc_obj_t core = core_of(c);
+    if (!hwloc_bitmap_isset(seen, core->logical_index)) ncores++;
+    hwloc_bitmap_set(seen, core->logical_index);
   }
+  hwloc_bitmap_zero(seen);
+  for (unsigned i = 0; i < n && i < ncores; i++) {
+    hwloc_obj_t core = core_of(pool_worker_cpu(pool, i));
+    CHECK(!hwloc_bitmap_isset(seen, core->logical_index));
+    hwloc_bitmap_set(seen, core->logical_index);
+  }
+  hwloc_bitmap_free(seen);
+}
+
+/* Each worker struct is bound to (preferred on) its worker's node. */
+static void check_worker_memory(pool_t *pool, unsigned n) {
+  hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+  CHECK(nodes);
+  for (unsigned i = 0; i < n; i++) {
+    const ws_worker *w = worker_of(pool, i);
+    hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)w->numa);
+    CHECK(node);
+    hwloc_membind_policy_t policy;
+    CHECK_OK(hwloc_get_area_membind(topo, w->mem, w->mem_size, nodes, &policy,
+                                    HWLOC_MEMBIND_BYNODESET));
+    CHECK_EQ(policy, HWLOC_MEMBIND_BIND);
+    CHECK(hwloc_bitmap_isequal(nodes, node->nodeset));
+  }
+  hwloc_bitmap_free(nodes);
+}
+#endif
+
+static void check_pool(pool_bind_t bind, unsigned threads) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.bind = bind;
+  cfg.threads = threads;
+  cfg.stack_size = 256u << 10;
+  pool_t *pool;
+  CHECK_OK(pool_create(&pool, &cfg));
+  unsigned n = pool_threads(pool);
+  CHECK_EQ(n, threads ? threads : (unsigned)nallowed);
+  CHECK_EQ(pool_worker_cpu(pool, n), -1);
+  check_planned(pool, bind, n);
+  check_affinity(pool, bind, n);
+  check_victims_shape(pool);
+#ifdef WS_HAVE_HWLOC
+  if (topo_here && bind == POOL_BIND_CORE) check_distinct_cores(pool, n);
   if (topo_here && bind != POOL_BIND_NONE &&
-      hwloc_topology_get_support(topo)->membind->get_area_membind) {
-    /* Each worker struct is bound to (preferred on) its worker's node. */
-    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
-    CHECK(nodes);
-    for (unsigned i = 0; i < n; i++) {
-      const ws_worker *w = worker_of(pool, i);
-      hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)w->numa);
-      CHECK(node);
-      hwloc_membind_policy_t policy;
-      CHECK_OK(hwloc_get_area_membind(topo, w->mem, w->mem_size, nodes, &policy,
-                                      HWLOC_MEMBIND_BYNODESET));
-      CHECK_EQ(policy, HWLOC_MEMBIND_BIND);
-      CHECK(hwloc_bitmap_isequal(nodes, node->nodeset));
-    }
-    hwloc_bitmap_free(nodes);
-  }
+      hwloc_topology_get_support(topo)->membind->get_area_membind)
+    check_worker_memory(pool, n);
 #endif
   CHECK_OK(pool_destroy(pool));
 }
@@ -149,22 +171,78 @@ static void check_strict(void) {
   CHECK_OK(pool_destroy(pool));
 }
 
-static void run_all(int only_cpu) {
-  static const pool_bind_t binds[] = {POOL_BIND_CORE, POOL_BIND_SPREAD};
-  for (unsigned b = 0; b < 2; b++) {
-    check_pool(binds[b], 0, only_cpu);
-    check_pool(binds[b], 1, only_cpu);
-    check_pool(binds[b], (unsigned)nallowed, only_cpu);
-    check_pool(binds[b], 2 * (unsigned)nallowed + 1, only_cpu);
-    if (nallowed < 3) check_pool(binds[b], 3, only_cpu);
-  }
-  check_pool(POOL_BIND_NONE, 0, -1);
-  check_pool(POOL_BIND_NONE, 3, -1);
-  check_strict();
+static void binds(pool_bind_t bind) {
+  check_pool(bind, 0);
+  check_pool(bind, 1);
+  check_pool(bind, (unsigned)nallowed);
+  check_pool(bind, 2 * (unsigned)nallowed + 1);
+  if (nallowed < 3) check_pool(bind, 3);
 }
 
-int main(int argc, char **argv) {
-  check_watchdog(120);
+static void case_core(void) { binds(POOL_BIND_CORE); }
+static void case_spread(void) { binds(POOL_BIND_SPREAD); }
+
+static void case_none(void) {
+  check_pool(POOL_BIND_NONE, 0);
+  check_pool(POOL_BIND_NONE, 3);
+}
+
+static void case_strict(void) { check_strict(); }
+
+static void case_restricted(void) {
+  /* The CPU the case taskset chose, else the only one allowed. */
+  const char *cpu = getenv("WSPOOL_TEST_ONLY_CPU");
+  if (cpu) {
+    only_cpu = atoi(cpu);
+  } else {
+    CHECK_EQ(nallowed, 1);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &allowed)) only_cpu = c;
+  }
+  CHECK(mask_is_only(&allowed, only_cpu));
+  case_core();
+  case_spread();
+  case_none();
+  case_strict();
+  printf("placement bind: every worker on CPU %d\n", only_cpu);
+  only_cpu = -1;
+}
+
+/* Like `taskset -c 1 placement_bind restricted`: restrict, then exec, so
+ * the whole new process image starts with the one-CPU affinity. */
+static void case_taskset(void) {
+  /* Under qemu-user an exec of the target binary needs binfmt_misc, which a
+   * cross build's test run cannot count on. */
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("re-exec under an emulator");
+  int cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &allowed)) cpu = c;
+  if (CPU_ISSET(1, &allowed)) cpu = 1;
+  char arg[16];
+  snprintf(arg, sizeof arg, "%d", cpu);
+  CHECK_OK(setenv("WSPOOL_TEST_ONLY_CPU", arg, 1));
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) _exit(3);
+    execl("/proc/self/exe", test_argv0(), "restricted", (char *)NULL);
+    perror("execl /proc/self/exe");
+    _exit(2);
+  }
+  CHECK_OK(unsetenv("WSPOOL_TEST_ONLY_CPU"));
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
+/* This process's CPUs, and with hwloc its topology; no placement from the
+ * environment. */
+static void setup(void) {
   unsetenv("HWLOC_SYNTHETIC");
   unsetenv("HWLOC_XMLFILE");
   unsetenv("WSPOOL_BIND");
@@ -172,47 +250,12 @@ int main(int argc, char **argv) {
   CHECK_OK(sched_getaffinity(0, sizeof(allowed), &allowed));
   nallowed = CPU_COUNT(&allowed);
   CHECK(nallowed > 0);
-
-  if (argc == 2 && !strcmp(argv[1], "taskset")) {
-    /* Like `taskset -c 1 bind child 1`: restrict, then exec, so the whole
-     * new process image starts with the one-CPU affinity. Under qemu-user
-     * an exec of the target binary needs binfmt_misc, which a cross build's
-     * test run cannot count on. */
-    if (getenv("WSPOOL_TEST_EMULATED")) {
-      printf("placement bind taskset: skipped (re-exec under an emulator)\n");
-      return 77;
-    }
-    int cpu = -1;
-    for (int c = 0; c < CPU_SETSIZE; c++)
-      if (CPU_ISSET(c, &allowed)) cpu = c;
-    if (CPU_ISSET(1, &allowed)) cpu = 1;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    CHECK_OK(sched_setaffinity(0, sizeof(one), &one));
-    char arg[16];
-    snprintf(arg, sizeof arg, "%d", cpu);
-    char *args[] = {argv[0], "child", arg, NULL};
-    execv("/proc/self/exe", args);
-    perror("execv /proc/self/exe");
-    return 1;
-  }
-  int only_cpu = -1;
-  if (argc == 3 && !strcmp(argv[1], "child")) {
-    only_cpu = atoi(argv[2]);
-    CHECK(mask_is_only(&allowed, only_cpu));
-  }
-
 #ifdef WS_HAVE_HWLOC
   CHECK_OK(hwloc_topology_init(&topo));
   CHECK_OK(hwloc_topology_load(topo));
   topo_here = hwloc_topology_is_thissystem(topo);
 #endif
-  run_all(only_cpu);
-#ifdef WS_HAVE_HWLOC
-  hwloc_topology_destroy(topo);
-#endif
-  printf("placement bind: ok (%d allowed CPU%s%s)\n", nallowed, nallowed == 1 ? "" : "s",
-         only_cpu >= 0 ? ", restricted like taskset" : "");
-  return 0;
 }
+
+TEST_MAIN_WITH(NULL, setup, 120, TEST_CASE(core), TEST_CASE(spread), TEST_CASE(none),
+               TEST_CASE(strict), TEST_CASE_NAMED(taskset), TEST_CASE_NAMED(restricted))

@@ -9,7 +9,9 @@
  *  2. For every thread: the plan already knows, so the same outcome comes
  *     from ws_placement_plan, before any thread exists.
  * In both, an unbound pool still runs tasks. Skipped (77) where seccomp
- * filters cannot be installed or the architecture is not handled here. */
+ * filters cannot be installed or the architecture is not handled here.
+ * Cases: others_refused, all_refused (a filter cannot be removed: in one
+ * run, in this order). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,66 +20,10 @@
 #include <unistd.h>
 #include <wspool.h>
 
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-
 #include "check.h"
+#include "no_affinity.h"
 #include "probe.h"
-
-#if defined(__x86_64__)
-#define TEST_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#endif
-
-#ifndef TEST_AUDIT_ARCH
-int main(void) {
-  puts("placement nobind: skipped (architecture not handled)");
-  return 77;
-}
-#else
-
-/* Refuse sched_setaffinity with ENOSYS; when only_others, only for a pid
- * argument other than 0 (the low 32 bits of the first argument; pid_t). */
-static int refuse_setaffinity(bool only_others) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TEST_AUDIT_ARCH, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sched_setaffinity, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, only_others ? 0 : 1, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
-  };
-  struct sock_fprog prog = {sizeof f / sizeof *f, f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) return errno;
-  return 0;
-}
-
-/* Run `fn` with stderr captured into buf. */
-static void capture_stderr(char *buf, size_t size, void (*fn)(void *), void *arg) {
-  char path[] = "/tmp/wspool-nobind-XXXXXX";
-  int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  unlink(path);
-  fflush(stderr);
-  int saved = dup(2);
-  CHECK(saved >= 0 && dup2(fd, 2) == 2);
-  fn(arg);
-  fflush(stderr);
-  CHECK(dup2(saved, 2) == 2);
-  close(saved);
-  memset(buf, 0, size);
-  CHECK(pread(fd, buf, size - 1, 0) >= 0);
-  close(fd);
-}
+#include "testutil.h"
 
 typedef struct attempt {
   pool_bind_t bind;
@@ -131,20 +77,39 @@ static void phase(const char *what) {
   CHECK_OK(pool_destroy(a.pool));
 }
 
-int main(void) {
-  check_watchdog(120);
+/* Whether a filter is installed already (earlier in this run). */
+static int filtered;
+
+/* Installs the filter: a failure is a skip unless one is installed. */
+static const char *refuse(bool only_others) {
+  static char why[128];
+  int err = refuse_setaffinity(only_others);
+  if (err && !filtered) {
+    snprintf(why, sizeof why, "seccomp: %s", strerror(err));
+    return why;
+  }
+  CHECK_OK(err);
+  filtered = 1;
+  return NULL;
+}
+
+static void case_others_refused(void) {
+  const char *why = refuse(true);
+  if (why) TEST_SKIP(why);
+  phase("other threads refused");
+}
+
+static void case_all_refused(void) {
+  const char *why = refuse(false);
+  if (why) TEST_SKIP(why);
+  phase("all refused");
+}
+
+static void setup(void) {
   unsetenv("HWLOC_SYNTHETIC");
   unsetenv("HWLOC_XMLFILE");
   unsetenv("WSPOOL_VERBOSE");
-  int err = refuse_setaffinity(true);
-  if (err) {
-    printf("placement nobind: skipped (seccomp: %s)\n", strerror(err));
-    return 77;
-  }
-  phase("other threads refused");
-  CHECK_OK(refuse_setaffinity(false));
-  phase("all refused");
-  puts("placement nobind: ok");
-  return 0;
 }
-#endif
+
+TEST_MAIN_WITH(NO_AFFINITY_AVAILABLE ? NULL : "architecture not handled", setup, 120,
+               TEST_CASE(others_refused), TEST_CASE(all_refused))

@@ -9,7 +9,8 @@
  * plans are computed from that description, independently of the runtime:
  *  CORE   worker i -> core (i mod cores), SMT thread (i div cores)
  *  SPREAD worker i, in mixed radix with the package digit changing fastest,
- *         then the NUMA node, L3, core and SMT digits. */
+ *         then the NUMA node, L3, core and SMT digits.
+ * Cases: plans, explicit, not_bound, remote_steals, verbose, xmlfile. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +18,14 @@
 
 #ifdef WS_HAVE_HWLOC
 #include <hwloc.h>
+#define NO_HWLOC NULL
+#else
+#define NO_HWLOC "built without hwloc"
 #endif
 
 #include "check.h"
 #include "probe.h"
-
-#ifndef WS_HAVE_HWLOC
-int main(void) {
-  puts("placement synthetic: skipped (built without hwloc)");
-  return 77;
-}
-#else
+#include "testutil.h"
 
 typedef struct machine {
   const char *desc;
@@ -129,7 +127,7 @@ static const machine big = {"pack:4 numa:2 core:16 pu:2", 4, 2, 1, 16, 2, true, 
 static const machine cached = {"pack:2 numa:2 l3:2 core:2 pu:2", 2, 2, 2, 2, 2, true, true, true};
 
 /* The examples, spelled out. */
-static void explicit_cases(void) {
+static void case_explicit(void) {
   /* CORE, 8 workers on 2 packages x 4 cores x 2 threads: 8 distinct cores,
    * no two workers on SMT siblings; 16 workers: every PU once. */
   pool_t *pool = make(&smt2, POOL_BIND_CORE, 8);
@@ -185,7 +183,7 @@ static void explicit_cases(void) {
 }
 
 /* A preview binds nothing: every worker keeps the creator's affinity. */
-static void not_bound(void) {
+static void case_not_bound(void) {
   cpu_set_t mine;
   CHECK_OK(sched_getaffinity(0, sizeof(mine), &mine));
   pool_t *pool = make(&numa4, POOL_BIND_SPREAD, 6);
@@ -195,20 +193,15 @@ static void not_bound(void) {
   CHECK_OK(pool_destroy(pool));
 }
 
-/* Fork/join work with many steals. */
-static void fib_task(void *arg);
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
-static void fib_task(void *arg) {
+/* Fork/join work with many steals: fib by pool_join. */
+static void join_fib(void *arg) {
   fib_arg *f = arg;
   if (f->n < 2) {
     f->r = f->n;
     return;
   }
   fib_arg a = {f->n - 1, 0}, b = {f->n - 2, 0};
-  CHECK_OK(pool_join(NULL, fib_task, &a, fib_task, &b));
+  CHECK_OK(pool_join(NULL, join_fib, &a, join_fib, &b));
   f->r = a.r + b.r;
 }
 
@@ -226,14 +219,14 @@ static void steal_totals(pool_t *pool, uint64_t *steals, uint64_t *remote) {
 static void run_fib(pool_t *pool) {
   fib_arg f = {22, 0};
   for (int rep = 0; rep < 4; rep++) {
-    CHECK_OK(pool_join(pool, fib_task, &f, fib_task, &(fib_arg){1, 0}));
+    CHECK_OK(pool_join(pool, join_fib, &f, join_fib, &(fib_arg){1, 0}));
     CHECK_EQ(f.r, 17711);
   }
 }
 
 /* Steals between workers planned on different nodes count as remote: one
  * worker per node -> every steal remote; all on one node -> none. */
-static void remote_steals(void) {
+static void case_remote_steals(void) {
   uint64_t steals, remote;
   pool_t *pool = make(&numa4, POOL_BIND_SPREAD, 4);
   run_fib(pool);
@@ -248,25 +241,20 @@ static void remote_steals(void) {
 }
 
 /* WSPOOL_VERBOSE=1 prints the plan on stderr at creation. */
-static void verbose(void) {
-  char path[] = "/tmp/wspool-verbose-XXXXXX";
-  int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  unlink(path);
-  fflush(stderr);
-  int saved = dup(2);
-  CHECK(saved >= 0);
-  CHECK(dup2(fd, 2) == 2);
+static pool_t *verbose_pool;
+
+static void create_verbose(void *arg) {
+  (void)arg;
   CHECK_OK(setenv("WSPOOL_VERBOSE", "1", 1));
-  pool_t *pool = make(&smt2, POOL_BIND_CORE, 4);
-  fflush(stderr);
-  CHECK(dup2(saved, 2) == 2);
-  close(saved);
+  verbose_pool = make(&smt2, POOL_BIND_CORE, 4);
+}
+
+static void case_verbose(void) {
+  char buf[4096];
+  capture_stderr(buf, sizeof buf, create_verbose, NULL);
   CHECK_OK(unsetenv("WSPOOL_VERBOSE"));
-  CHECK_OK(pool_destroy(pool));
-  char buf[4096] = {0};
-  CHECK(pread(fd, buf, sizeof buf - 1, 0) > 0);
-  close(fd);
+  CHECK_OK(pool_destroy(verbose_pool));
+  CHECK(buf[0] != '\0');
   if (!strstr(buf, "policy core, 4 workers") || !strstr(buf, "worker 3 -> PU P#6, core L#3") ||
       !strstr(buf, "HWLOC_SYNTHETIC")) {
     fprintf(stderr, "unexpected WSPOOL_VERBOSE output:\n%s", buf);
@@ -275,7 +263,8 @@ static void verbose(void) {
 }
 
 /* HWLOC_XMLFILE works the same way as HWLOC_SYNTHETIC. */
-static void xmlfile(void) {
+static void case_xmlfile(void) {
+#ifdef WS_HAVE_HWLOC
   hwloc_topology_t t;
   CHECK_OK(hwloc_topology_init(&t));
   CHECK_OK(hwloc_topology_set_synthetic(t, numa4.desc));
@@ -299,12 +288,11 @@ static void xmlfile(void) {
   CHECK_OK(pool_destroy(pool));
   CHECK_OK(unsetenv("HWLOC_XMLFILE"));
   unlink(path);
+#endif
 }
 
-int main(void) {
-  check_watchdog(240);
-  unsetenv("HWLOC_XMLFILE");
-  unsetenv("WSPOOL_VERBOSE");
+/* Every machine, both policies, worker counts from 1 to past every PU. */
+static void case_plans(void) {
   const machine *ms[] = {&smt2, &numa4, &flat4, &big, &cached};
   for (unsigned k = 0; k < sizeof ms / sizeof *ms; k++) {
     const machine *m = ms[k];
@@ -316,13 +304,12 @@ int main(void) {
       check_plan(m, POOL_BIND_SPREAD, counts[c]);
     }
   }
-  explicit_cases();
-  not_bound();
-  remote_steals();
-  verbose();
-  xmlfile();
-  CHECK_OK(unsetenv("HWLOC_SYNTHETIC"));
-  puts("placement synthetic: ok");
-  return 0;
 }
-#endif
+
+static void setup(void) {
+  unsetenv("HWLOC_XMLFILE");
+  unsetenv("WSPOOL_VERBOSE");
+}
+
+TEST_MAIN_WITH(NO_HWLOC, setup, 240, TEST_CASE(plans), TEST_CASE(explicit), TEST_CASE(not_bound),
+               TEST_CASE(remote_steals), TEST_CASE(verbose), TEST_CASE(xmlfile))

@@ -3,19 +3,20 @@
  * stderr. A child runs a known number of submitted tasks on 3 workers and
  * destroys the pool with stderr in a file; the parent checks the header, one
  * row per worker, and that the rows' task counts add up to exactly the
- * number submitted (destroy has joined the workers, so they are final). */
+ * number submitted (destroy has joined the workers, so they are final).
+ * One case: table. */
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 enum { NTASKS = 5000, WORKERS = 3 };
 
 static void task(void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
 
-int main(void) {
-  check_watchdog(60);
+static void case_table(void) {
   char path[] = "/tmp/wspool-stats-XXXXXX";
   int fd = mkstemp(path);
   CHECK(fd >= 0);
@@ -24,12 +25,8 @@ int main(void) {
   if (pid == 0) {
     dup2(fd, 2);
     setenv("WSPOOL_STATS", "1", 1);
-    pool_config_t cfg;
-    pool_config_default(&cfg);
-    cfg.threads = WORKERS;
-    pool_t *p;
     atomic_int n = 0;
-    CHECK_OK(pool_create(&p, &cfg));
+    pool_t *p = make_pool(WORKERS);
     for (int i = 0; i < NTASKS; i++) CHECK_OK(pool_submit(p, task, &n));
     CHECK_OK(pool_destroy(p));
     CHECK_EQ(atomic_load(&n), NTASKS);
@@ -64,5 +61,6 @@ int main(void) {
   CHECK_EQ(header, 1);
   CHECK_EQ(rows, WORKERS);
   CHECK_EQ(total, NTASKS);
-  return 0;
 }
+
+TEST_MAIN(60, TEST_CASE(table))

@@ -2,12 +2,14 @@
 /* WSPOOL_TRACE: a child process runs known work on two pools (one destroyed,
  * one left alive until exit) and the parent checks the file: a JSON array,
  * a process track per pool, a thread track per worker, exactly one slice per
- * task run, named after the task function, and a complete file at exit. */
+ * task run, named after the task function, and a complete file at exit.
+ * Cases: two_pools, overflow. */
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <wspool.h>
 
 #include "check.h"
+#include "testutil.h"
 
 enum { NTASKS = 1000 };
 
@@ -18,13 +20,7 @@ void traced_task(void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
 static void child(const char *path) {
   setenv("WSPOOL_TRACE", path, 1);
   atomic_int n = 0;
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  pool_t *a, *b;
-  CHECK_OK(pool_create(&a, &cfg));
-  cfg.threads = 3;
-  CHECK_OK(pool_create(&b, &cfg));
+  pool_t *a = make_pool(2), *b = make_pool(3);
   for (int i = 0; i < NTASKS; i++) CHECK_OK(pool_submit(a, traced_task, &n));
   for (int i = 0; i < NTASKS; i++) CHECK_OK(pool_submit(b, traced_task, &n));
   CHECK_OK(pool_wait_idle(a));
@@ -41,11 +37,7 @@ enum { OVERFLOW_TASKS = 70000, TRACE_CAP = 1 << 16 };
 static void child_overflow(const char *path) {
   setenv("WSPOOL_TRACE", path, 1);
   atomic_int n = 0;
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 1;
-  pool_t *a;
-  CHECK_OK(pool_create(&a, &cfg));
+  pool_t *a = make_pool(1);
   for (int i = 0; i < OVERFLOW_TASKS; i++) CHECK_OK(pool_submit(a, traced_task, &n));
   CHECK_OK(pool_destroy(a));
   CHECK_EQ(atomic_load(&n), OVERFLOW_TASKS);
@@ -92,8 +84,7 @@ static size_t traced_run(void (*child)(const char *)) {
   return len;
 }
 
-int main(void) {
-  check_watchdog(120);
+static void case_two_pools(void) {
   traced_run(child);
   CHECK_EQ(count(text, "\"process_name\""), 2);
   CHECK_EQ(count(text, "\"thread_name\""), 5);
@@ -101,12 +92,15 @@ int main(void) {
   CHECK_EQ(count(text, "wspool pool 2 (3 workers)"), 1);
   CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 2 * NTASKS);
   CHECK_EQ(count(text, "recording stopped"), 0);
+}
 
+static void case_overflow(void) {
   traced_run(child_overflow);
   CHECK_EQ(count(text, "recording stopped"), 1);
   /* The buffer holds TRACE_CAP events of any kind (tasks, sleeps, steals). */
   size_t slices = count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\"");
   size_t others = count(text, "\"cat\":\"sleep\"") + count(text, "\"cat\":\"steal\"");
   CHECK_EQ(slices + others, TRACE_CAP);
-  return 0;
 }
+
+TEST_MAIN(120, TEST_CASE(two_pools), TEST_CASE(overflow))

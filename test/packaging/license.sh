@@ -16,7 +16,7 @@ while IFS= read -r -d '' f; do
     missing=$((missing + 1))
   fi
 done < <(find runtime include examples test bench .ci meson.build meson_options.txt \
-  -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.sh' \
+  -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.hpp' -o -name '*.sh' -o -name '*.py' -o -name '*.S' \
   -o -name meson.build -o -name meson_options.txt -o -path '.ci/*' \) -print0)
 [ "$missing" -eq 0 ] || { echo "$missing file(s) without an SPDX line"; exit 1; }
 echo "license: LICENSE, meson.build and every source file agree (MIT)"

@@ -13,7 +13,22 @@ int ws_gqueue_init(ws_gqueue *q) {
   q->ring = malloc(GQ_INITIAL * sizeof(ws_gitem));
   if (!q->ring) return ENOMEM;
   q->cap = GQ_INITIAL;
-  int rc = pthread_mutex_init(&q->lock, NULL);
+  pthread_mutexattr_t attr;
+  int rc = pthread_mutexattr_init(&attr);
+  if (rc) {
+    free(q->ring);
+    return rc;
+  }
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+  /* glibc's adaptive mutex spins a little before it sleeps. Producers and
+   * takers hold the lock for a few dozen instructions; with the default
+   * mutex every collision put the producer to sleep in the kernel and cost
+   * a wake, and 2-4x of a producer's throughput when the workers shared a
+   * CPU (docs/design.md 3). */
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+  rc = pthread_mutex_init(&q->lock, &attr);
+  pthread_mutexattr_destroy(&attr);
   if (rc) {
     free(q->ring);
     return rc;
@@ -94,9 +109,10 @@ int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n) {
   return rc;
 }
 
-size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t share) {
+size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t min, size_t share) {
   pthread_mutex_lock(&q->lock);
   size_t n = q->count / share + 1;
+  if (n < min) n = min;
   if (n > q->count) n = q->count;
   if (n > max) n = max;
   for (size_t i = 0; i < n; i++) {

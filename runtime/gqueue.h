@@ -45,9 +45,9 @@ int ws_gqueue_push_task(ws_gqueue *q, ws_task *task);
 int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n);
 /* Takes the oldest entries, up to `max` and about a `share`-th of the
  * queue (count / share + 1: Go's rule for its global run queue, so that
- * `share` takers drain it evenly), into out[]; returns how many, 0 when
- * empty. */
-size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t share);
+ * `share` takers drain it evenly) but at least `min` of them (all, when
+ * fewer), into out[]; returns how many, 0 when empty. */
+size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t min, size_t share);
 /* From now on pushes fail with ESHUTDOWN. */
 void ws_gqueue_close(ws_gqueue *q);
 

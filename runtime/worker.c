@@ -47,16 +47,21 @@ static inline uint32_t next_rand(ws_worker *w) {
 
 /* Most entries one visit to the global queue takes: it bounds the time the
  * lock is held and the stack buffer, and leaves work for the other workers
- * when a flood arrives (Go caps its global-queue grabs likewise). */
-enum { GQ_BATCH = 128 };
+ * when a flood arrives (Go caps its global-queue grabs likewise). At least
+ * GQ_MIN_TAKE are taken when there are that many: the lock is the
+ * producers' too, and each visit pulls its line and the ring's away from
+ * them; a queue that workers drain as fast as it fills holds a few entries
+ * at a time, and taking only a share of those made a visit per 4-10
+ * entries (docs/performance.md, "Submission"). */
+enum { GQ_BATCH = 128, GQ_MIN_TAKE = 64 };
 
 /* One lock acquisition takes a share of the global queue (count / workers
- * + 1, Go's rule): the oldest entry runs now, the others go on this
- * worker's deque, where thieves spread them further. */
+ * + 1, Go's rule, but at least GQ_MIN_TAKE): the oldest entry runs now, the
+ * others go on this worker's deque, where thieves spread them further. */
 static ws_task *from_global(ws_worker *w) {
   struct pool *p = w->pool;
   ws_gitem it[GQ_BATCH];
-  size_t n = ws_gqueue_pop_batch(&p->gq, it, GQ_BATCH, p->nthreads);
+  size_t n = ws_gqueue_pop_batch(&p->gq, it, GQ_BATCH, GQ_MIN_TAKE, p->nthreads);
   if (!n) return NULL;
   ws_counter_add(&w->stats.global_taken, n);
   /* Outside submissions are stored by value: each becomes a node from this

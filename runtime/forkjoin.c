@@ -86,7 +86,7 @@ public:
  * the header's: the same fast paths (wspool/inline.h), then the slow ones
  * here. */
 int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
-  if (__builtin_expect(pool__spawn_private(pool, task, fn, arg), 1)) return 0;
+  POOL__SPAWN_FAST(pool, task, fn, arg);
   return spawn_slow(pool, task, fn, arg);
 }
 
@@ -202,7 +202,12 @@ done:
 int pool_sync(pool_task_t *task) {
   /* Tracing never leaves a frame private, so the fast path has no trace
    * to record. */
-  if (__builtin_expect(pool__sync_private(task), 1)) return 0;
+  if (__builtin_expect(pool__pop_private(task), 1)) {
+    ws_frame *f = (ws_frame *)task;
+    f->fn(f->arg);
+    pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
+    return 0;
+  }
   if (!task) return EINVAL;
   return sync_slow((ws_frame *)task, ws_self(), false);
 }

@@ -110,50 +110,42 @@ POOL_API __attribute__((__cold__)) int pool__take_full(pool_task_t *task);
     (defined(WSPOOL_BUILDING) || (defined(__OPTIMIZE__) && !defined(POOL_NO_INLINE)))
 extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
 
-/* The fast paths themselves, written once: the inline pool_spawn(),
- * pool_sync() and pool_take() below and the library's own (for callers
- * that do not inline) both are these, then the library's slow path. */
-#define POOL__FAST extern __inline__ __attribute__((__gnu_inline__, __always_inline__))
+/* The fast paths, written once for the inline pool_spawn(), pool_sync()
+ * and pool_take() below and for the library's own (runtime/forkjoin.c),
+ * which callers that do not inline reach. The spawn's is a statement that
+ * returns 0 from the function it is written in when it applies: a macro,
+ * so that the inline pool_spawn() compiles to exactly the code it would
+ * if written out (a nested inline function returning a flag changed the
+ * code callers got and cost nqueens' spawn/sync a few per cent). */
+#define POOL__SPAWN_FAST(pool, task, fn, arg)                                                  \
+  do {                                                                                         \
+    if (__builtin_expect((task) && (fn) && (!(pool) || (void *)(pool) == pool__tls.pool), 1)) { \
+      void **pool__top = pool__tls.top;                                                        \
+      if (__builtin_expect(                                                                    \
+              (uintptr_t)pool__top < __atomic_load_n(&pool__tls.limit, __ATOMIC_RELAXED), 1)) { \
+        struct pool__frame *pool__f = (struct pool__frame *)(void *)(task);                    \
+        pool__f->fn = (fn);                                                                    \
+        pool__f->arg = (arg);                                                                  \
+        *pool__top = (task);                                                                   \
+        pool__tls.top = pool__top + 1;                                                         \
+        return 0;                                                                              \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
+
 #ifdef __cplusplus
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wcast-align"
 #endif
-
-/* A spawn from a worker of the pool while its fast path is open: the
- * frame gets fn and arg and goes on the private stack. 1 when done. */
-POOL__FAST int pool__spawn_private(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
-  if (__builtin_expect(task && fn && (!pool || (void *)pool == pool__tls.pool), 1)) {
-    void **top = pool__tls.top;
-    if (__builtin_expect((uintptr_t)top < __atomic_load_n(&pool__tls.limit, __ATOMIC_RELAXED),
-                         1)) {
-      struct pool__frame *f = (struct pool__frame *)(void *)task;
-      f->fn = fn;
-      f->arg = arg;
-      *top = task;
-      pool__tls.top = top + 1;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* Pops the frame if it is the caller's newest private one. */
-POOL__FAST int pool__pop_private(pool_task_t *task) {
+/* Pops the frame if it is the caller's newest private one (sync and take).
+ * Always inlined: the library has no symbol of this name. */
+extern __inline__ __attribute__((__gnu_inline__, __always_inline__)) int pool__pop_private(
+    pool_task_t *task) {
   void **top = pool__tls.top;
   if (__builtin_expect(!task || top[-1] != (void *)task, 0)) return 0;
   /* Writes nothing to the frame: a second sync or take of it finds it
    * neither on the stack nor published, hence EINVAL (runtime/forkjoin.c, sync_slow). */
   pool__tls.top = top - 1;
-  return 1;
-}
-
-/* pool_sync() of the caller's newest private frame: runs it. 1 when done. */
-POOL__FAST int pool__sync_private(pool_task_t *task) {
-  if (!pool__pop_private(task)) return 0;
-  struct pool__frame *f = (struct pool__frame *)(void *)task;
-  f->fn(f->arg);
-  pool__tls.tasks++; /* this thread's own: a plain increment */
   return 1;
 }
 #ifdef __cplusplus
@@ -232,7 +224,7 @@ POOL_API void pool__take_tramp(void);
 #endif
 
 POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
-  if (pool__spawn_private(pool, task, fn, arg)) return 0;
+  POOL__SPAWN_FAST(pool, task, fn, arg);
 #ifdef POOL__CLOBBERS
   int rc;
   __asm__ __volatile__(POOL__TRAMP(pool__spawn_tramp)
@@ -246,7 +238,12 @@ POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *a
 }
 
 POOL__INLINE int pool_sync(pool_task_t *task) {
-  if (pool__sync_private(task)) return 0;
+  if (pool__pop_private(task)) {
+    struct pool__frame *f = (struct pool__frame *)(void *)task;
+    f->fn(f->arg);
+    pool__tls.tasks++; /* this thread's own: a plain increment */
+    return 0;
+  }
   POOL__SLOW_TASK(pool__sync_tramp, pool__sync_full, task);
 }
 

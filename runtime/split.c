@@ -139,32 +139,12 @@ void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
   w->priv_end = block + 1 + cap;
 }
 
-void ws_fast_open(ws_worker *w) {
-  /* Debug checks see every spawn and sync: the fast path stays closed. */
-  if (w->trace || WS_DEBUG) return;
-  ws_abi_store(&pool__tls.limit, (uintptr_t)w->priv_end, ws_relaxed);
-  ws_fence(ws_seq_cst);
-  if (ws_deque_size_hint(&w->dq) <= 0) ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
-}
-
 void ws_ask_publish(ws_worker *v) {
   /* v's limit, in v's thread-local block while v's thread runs (see
    * ws_set_self; acquire pairs with its release). */
   uintptr_t *limit = ws_ptr_load(&v->limitp, ws_acquire);
   /* Test first so idle thieves do not keep the line bouncing. */
   if (ws_abi_load(limit, ws_seq_cst) != 0) ws_abi_store(limit, 0, ws_seq_cst);
-}
-
-/* A private frame has only fn and arg (the inline spawn sets no more): the
- * rest, for whoever runs or syncs it once it leaves the private stack. */
-void ws_frame_make_public(ws_frame *f, ws_worker *w) {
-  f->hdr.exec = ws_frame_exec;
-  f->owner = w;
-  f->pool = w->pool;
-  ws_ptr_store(&f->thief, NULL, ws_relaxed);
-  /* Relaxed: the push that publishes it is a release, and the owner's own
-   * sync reads it on this thread. */
-  ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
 }
 
 void ws_publish(ws_worker *w, size_t n) {

@@ -94,11 +94,28 @@ static inline uint32_t frame_state(const ws_frame *f, uint32_t kind) {
 /* Runs a frame that left its owner's private stack (stolen, popped while
  * the owner synced another frame, or taken from the global queue). */
 void ws_frame_exec(ws_task *t, ws_worker *w);
-/* Gives a private frame (fn and arg only) the rest, for whoever runs or
- * syncs it once it leaves the private stack. */
-void ws_frame_make_public(ws_frame *f, ws_worker *w);
-/* Opens the caller's fast spawn path if its deque holds work. */
-void ws_fast_open(ws_worker *w);
+/* Gives a private frame (fn and arg only; the inline spawn sets no more)
+ * the rest, for whoever runs or syncs it once it leaves the private stack.
+ * Inline, as ws_fast_open: spawn_slow (forkjoin.c) runs both on every
+ * publication. */
+static inline void ws_frame_make_public(ws_frame *f, ws_worker *w) {
+  f->hdr.exec = ws_frame_exec;
+  f->owner = w;
+  f->pool = w->pool;
+  ws_ptr_store(&f->thief, NULL, ws_relaxed);
+  /* Relaxed: the push that publishes it is a release, and the owner's own
+   * sync reads it on this thread. */
+  ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
+}
+
+/* Opens the caller's fast spawn path if its deque holds work (6.4). */
+static inline void ws_fast_open(ws_worker *w) {
+  /* Debug checks see every spawn and sync: the fast path stays closed. */
+  if (w->trace || WS_DEBUG) return;
+  ws_abi_store(&pool__tls.limit, (uintptr_t)w->priv_end, ws_relaxed);
+  ws_fence(ws_seq_cst);
+  if (ws_deque_size_hint(&w->dq) <= 0) ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
+}
 /* Makes room on w's full private stack; ENOMEM. */
 int ws_priv_grow(ws_worker *w);
 

@@ -21,8 +21,8 @@
  * the medians; 1.00 is "costs nothing". No target: a ratio within the
  * noise of this machine is the expected outcome. At 1 step per item the
  * two loop bodies compile to the same instructions and their times follow
- * where the loop lands in the code; building with -falign-loops=64 evens
- * that out.
+ * where the loop lands in the code, so both halves are built with every
+ * function and loop aligned to 64 bytes (bench/meson.build).
  * WSPOOL_BENCH_FIB_N (default 30), WSPOOL_BENCH_CPP_N (items, default
  * 4 * 10^6), WSPOOL_BENCH_RUNS, WSPOOL_BENCH_BUDGET as everywhere. */
 #include <stdio.h>

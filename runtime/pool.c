@@ -476,6 +476,9 @@ unsigned pool_threads(const pool_t *pool) {
 }
 
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
+  ws_worker *w = ws_self();
+  /* From a task of the pool, the common case: straight onto its deque. */
+  if (fn && w && (!pool || pool == w->pool)) return ws_submit_one_inside(w, fn, arg);
   return pool_submit_n(pool, fn, &arg, 1);
 }
 

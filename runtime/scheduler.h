@@ -190,6 +190,9 @@ ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg);
 /* Put a runtime task on the pool's global queue (outside threads). */
 int ws_push_global(struct pool *p, ws_task *t);
 
+/* pool_submit from a worker of the pool (w, the caller's): one task onto
+ * its own deque. 0 or ENOMEM. */
+int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg);
 /* pool_submit_n from a worker of the pool (w, the caller's): n tasks onto
  * its own deque, all or none. 0 or ENOMEM. */
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n);

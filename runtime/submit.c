@@ -78,7 +78,7 @@ static void uncount_submitted(ws_worker *w, int64_t n) {
 
 /* From a worker of the pool: one task onto its own deque, at the cost of a
  * node from the worker's cache and a push. */
-static int submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
+int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
   ws_task *t = ws_submit_task(w, fn, arg);
   if (!t) return ENOMEM;
   count_submitted(w, 1);
@@ -105,7 +105,7 @@ static void free_nodes(ws_node *nodes, ws_worker *w) {
  * them, so the pushes themselves cannot fail. */
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   enum { CHUNK = 64 };
-  if (n == 1) return submit_one_inside(w, fn, args ? args[0] : NULL);
+  if (n == 1) return ws_submit_one_inside(w, fn, args ? args[0] : NULL);
   ws_node *nodes = NULL;
   for (size_t i = 0; i < n; i++) {
     ws_task *t = ws_submit_task(w, fn, args ? args[i] : NULL);

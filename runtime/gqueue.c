@@ -101,7 +101,7 @@ int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n) {
     q->count += n;
     /* Relaxed under the lock: a reader that must see this count (a waiter
      * that saw one of these tasks finish) is ordered after the unlock by
-     * the taker's lock and the finisher's release (pool.c). */
+     * the taker's lock and the finisher's release (submit.c). */
     ws_u64_store(&q->fns_pushed, ws_u64_load(&q->fns_pushed, ws_relaxed) + n, ws_relaxed);
     publish_count(q);
   }

@@ -28,7 +28,7 @@ typedef struct ws_gqueue {
   size_t cap, head, count; /* under lock */
   bool closed;             /* under lock */
   /* Plain fn(arg) entries ever pushed: pool_submit's count of outside
-   * submissions (pool.c, "Completion accounting"). Written under the lock,
+   * submissions (submit.c, "Completion accounting"). Written under the lock,
    * read without it. */
   ws_u64 fns_pushed;
   WS_ALIGNED ws_i64 size_hint;

@@ -46,7 +46,7 @@ typedef struct ws_worker {
   ws_task **priv_block;    /* the array's allocation: the marker slot first */
   ws_task **priv_embedded; /* the first array, inside the worker's block */
   WS_ALIGNED struct pool *pool;
-  /* Completion accounting of pool_submit tasks (pool.c): submitted from
+  /* Completion accounting of pool_submit tasks (submit.c): submitted from
    * this worker onto its own deque, and finished on this worker. Written
    * by the owner only, read by waiters. */
   ws_u64 submitted, finished;
@@ -172,7 +172,7 @@ void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask);
  * The finisher must make it true with a seq_cst store/RMW and then call
  * ws_event_notify(&pool->ext) (for idleness: see ws_submit_finished). */
 void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value);
-/* Until every pool_submit task counted so far has finished (pool.c). */
+/* Until every pool_submit task counted so far has finished (ws_submits_idle). */
 void ws_block_until_idle(struct pool *p);
 /* True when every pool_submit task counted submitted has finished. */
 bool ws_submits_idle(struct pool *p);

@@ -92,9 +92,9 @@ void ws_frame_exec(ws_task *t, ws_worker *w) {
  *
  * A spawn stays in the owner's private stack [priv_lo, ws_top()), which
  * costs no fence and no atomic RMW, while the public deque still holds work
- * for thieves. The spawn fast path (forkjoin.c, and inline in wspool/inline.h) is taken
- * while ws_top() < pool__tls.limit; `limit` folds every reason to leave it into
- * one relaxed load:
+ * for thieves. The spawn fast path (forkjoin.c, and inline in
+ * wspool/inline.h) is taken while ws_top() < pool__tls.limit; `limit` folds
+ * every reason to leave it into one relaxed load:
  *   - the stack is full (limit is its end),
  *   - the public deque is empty: the owner closes the path (limit = 0) when
  *     its own pop leaves the deque empty, a thief when it finds the deque

@@ -52,7 +52,7 @@ static inline uint32_t next_rand(ws_worker *w) {
  * producers' too, and each visit pulls its line and the ring's away from
  * them; a queue that workers drain as fast as it fills holds a few entries
  * at a time, and taking only a share of those made a visit per 4-10
- * entries (docs/performance.md, "Submission"). */
+ * entries (docs/design.md 3). */
 enum { GQ_BATCH = 128, GQ_MIN_TAKE = 64 };
 
 /* One lock acquisition takes a share of the global queue (count / workers
@@ -148,7 +148,7 @@ static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
  * last time, tell outside waiters (pool_wait_idle, destroy's drain) now:
  * the fence in ws_event_notify orders our `finished` stores before the
  * load of the waiter count, and pairs with the waiter's registration, so a
- * waiter either is seen or sees the counts (pool.c). Doing it here rather
+ * waiter either is seen or sees the counts (submit.c). Doing it here rather
  * than after every task keeps the fence off the per-task path; a worker
  * that ran the last task of a burst finds nothing right after it. */
 static ws_task *nothing_found(ws_worker *w) {

@@ -6,7 +6,8 @@
  * they are used (pool_config_default(), each pool's creation and destroy,
  * the first trace), not cached, so a program may set them between pools.
  * README.md's environment table is checked against this one by
- * test/core/options.c. Also pool_config_default(). */
+ * test/core/options.c. pool_config_default() is here too: it reads two of
+ * them. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -14,7 +15,6 @@
 #include <string.h>
 
 #include "api.h"
-#include "options.h"
 
 static void bad_value(const char *name, const char *value, const char *expected) {
   fprintf(stderr, "wspool: ignoring %s=\"%s\": expected %s\n", name, value, expected);
@@ -40,17 +40,23 @@ enum { KIND_COUNT, KIND_CHOICE, KIND_FLAG, KIND_PATH };
  * counts and choices, "| `NAME=1` | doc |" for flags and "| `NAME=file.json`
  * | doc |" for paths (the `example`). */
 static const ws_option_desc options[WS_OPT_COUNT] = {
-    [WS_OPT_THREADS] = {"WSPOOL_THREADS", KIND_COUNT, POOL_MAX_THREADS, NULL, NULL,
-                        "a worker count from 0 (automatic) to 4096",
-                        "worker count for `pool_config_default` (0 = one per allowed CPU)"},
-    [WS_OPT_BIND] = {"WSPOOL_BIND", KIND_CHOICE, 0, "none\0core\0spread\0", NULL,
-                     "none, core or spread", "`none`, `core` or `spread`"},
-    [WS_OPT_STATS] = {"WSPOOL_STATS", KIND_FLAG, 1, NULL, "1", "0 or 1",
-                      "per-worker counters on stderr when a pool is destroyed"},
-    [WS_OPT_VERBOSE] = {"WSPOOL_VERBOSE", KIND_FLAG, 1, NULL, "1", "0 or 1",
-                        "the placement on stderr when a pool is created"},
-    [WS_OPT_TRACE] = {"WSPOOL_TRACE", KIND_PATH, 0, NULL, "file.json", "a file name",
-                      "a Chrome trace-event file (Perfetto, chrome://tracing)"},
+    [WS_OPT_THREADS] = {.name = "WSPOOL_THREADS", .kind = KIND_COUNT, .dflt = 0,
+                        .max = POOL_MAX_THREADS,
+                        .accepts = "a worker count from 0 (automatic) to 4096",
+                        .doc = "worker count for `pool_config_default` (0 = one per allowed CPU)"},
+    /* The choices in the order of pool_bind_t's values. */
+    [WS_OPT_BIND] = {.name = "WSPOOL_BIND", .kind = KIND_CHOICE, .dflt = POOL_BIND_NONE,
+                     .choices = "none\0core\0spread\0", .accepts = "none, core or spread",
+                     .doc = "`none`, `core` or `spread`"},
+    [WS_OPT_STATS] = {.name = "WSPOOL_STATS", .kind = KIND_FLAG, .dflt = 0, .example = "1",
+                      .accepts = "0 or 1",
+                      .doc = "per-worker counters on stderr when a pool is destroyed"},
+    [WS_OPT_VERBOSE] = {.name = "WSPOOL_VERBOSE", .kind = KIND_FLAG, .dflt = 0, .example = "1",
+                        .accepts = "0 or 1",
+                        .doc = "the placement on stderr when a pool is created"},
+    [WS_OPT_TRACE] = {.name = "WSPOOL_TRACE", .kind = KIND_PATH, .example = "file.json",
+                      .accepts = "a file name",
+                      .doc = "a Chrome trace-event file (Perfetto, chrome://tracing)"},
 };
 
 const ws_option_desc *ws_option_table(size_t *n) {
@@ -66,10 +72,10 @@ static long choice_index(const char *list, const char *v) {
   return -1;
 }
 
-long ws_option_long(ws_option_id id, long dflt) {
+long ws_option_long(ws_option_id id) {
   const ws_option_desc *o = &options[id];
   const char *v = getenv(o->name);
-  if (!v || (o->kind == KIND_FLAG && !*v)) return dflt;
+  if (!v || (o->kind == KIND_FLAG && !*v)) return o->dflt;
   unsigned long n;
   switch (o->kind) {
   case KIND_COUNT:
@@ -85,10 +91,10 @@ long ws_option_long(ws_option_id id, long dflt) {
     if (!strcmp(v, "1")) return 1;
     break;
   default:
-    return dflt;
+    return o->dflt;
   }
   bad_value(o->name, v, o->accepts);
-  return dflt;
+  return o->dflt;
 }
 
 const char *ws_option_str(ws_option_id id) {
@@ -99,9 +105,6 @@ const char *ws_option_str(ws_option_id id) {
 void pool_config_default(pool_config_t *cfg) {
   if (!cfg) return;
   memset(cfg, 0, sizeof(*cfg));
-  cfg->threads = (unsigned)ws_option_long(WS_OPT_THREADS, 0);
-  /* The choices are listed in the order of pool_bind_t's values. */
-  cfg->bind = (pool_bind_t)ws_option_long(WS_OPT_BIND, POOL_BIND_NONE);
-  cfg->stack_size = 0;
-  cfg->bind_strict = 0;
+  cfg->threads = (unsigned)ws_option_long(WS_OPT_THREADS);
+  cfg->bind = (pool_bind_t)ws_option_long(WS_OPT_BIND);
 }

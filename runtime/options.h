@@ -17,7 +17,8 @@ typedef enum ws_option_id {
 typedef struct ws_option_desc {
   const char *name;    /* the variable */
   int kind;            /* what the value is parsed as (options.c) */
-  unsigned long max;   /* counts: the largest value; flags: 1 */
+  long dflt;           /* the value when unset or bad (counts, choices, flags) */
+  unsigned long max;   /* counts: the largest value */
   const char *choices; /* choices: the accepted words, "a\0b\0" */
   const char *example; /* flags and paths: the value README's row shows */
   const char *accepts; /* what the bad-value message says it expects */
@@ -25,8 +26,8 @@ typedef struct ws_option_desc {
 } ws_option_desc;
 
 /* The variable's value as a number (a count, a choice's index, a flag's 0
- * or 1), or `dflt` when unset or bad (reported on stderr). */
-long ws_option_long(ws_option_id id, long dflt);
+ * or 1), or its default when unset or bad (reported on stderr). */
+long ws_option_long(ws_option_id id);
 /* The variable's value, NULL when unset or empty. */
 const char *ws_option_str(ws_option_id id);
 /* Every row of the table (tests compare it with README.md). */

@@ -550,7 +550,7 @@ int ws_placement_plan(struct pool *p) {
 #endif
     if (rc < 0) rc = portable_plan(p, pl);
   }
-  if (rc == 0 && ws_option_long(WS_OPT_VERBOSE, 0)) report(p, pl);
+  if (rc == 0 && ws_option_long(WS_OPT_VERBOSE)) report(p, pl);
   return rc; /* on failure pool.c calls ws_placement_free() */
 }
 

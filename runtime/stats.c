@@ -9,7 +9,7 @@
 #include "api.h"
 
 void ws_stats_report(struct pool *p) {
-  if (!ws_option_long(WS_OPT_STATS, 0)) return;
+  if (!ws_option_long(WS_OPT_STATS)) return;
   fprintf(stderr, "wspool: pool %p, %u workers\n", (void *)p, p->nthreads);
   fprintf(stderr, "%6s %5s %12s %12s %12s %12s %10s %12s %10s %12s\n", "worker", "cpu", "tasks",
           "local", "global", "steals", "remote", "failed", "sleeps", "gq-taken");

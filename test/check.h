@@ -45,11 +45,7 @@
 
 /* Iteration counts for stress tests: `base` times WSPOOL_STRESS (default 1),
  * so CI stays fast and a long soak is one variable away. */
-static inline unsigned long check_iters(unsigned long base) {
-  const char *s = getenv("WSPOOL_STRESS");
-  unsigned long m = s ? strtoul(s, NULL, 10) : 1;
-  return base * (m < 1 ? 1 : m);
-}
+static inline unsigned long check_iters(unsigned long base) { return base * test_stress_factor(); }
 
 /* The sanitizer this build runs under (GCC's __SANITIZE_* macros, clang's
  * __has_feature): each 1 or 0. */

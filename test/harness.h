@@ -105,12 +105,17 @@ static inline void check_watchdog_fired_(int sig) {
  * (scaled by WSPOOL_STRESS like the iteration counts). The runner arms it
  * once; a forked child that needs one arms its own (alarms are not
  * inherited). */
-static inline void check_watchdog(unsigned seconds) {
+/* WSPOOL_STRESS, at least 1: how many times longer stress tests run (their
+ * iteration counts, check.h's check_iters, and the watchdog below). */
+static inline unsigned long test_stress_factor(void) {
   const char *s = getenv("WSPOOL_STRESS");
   unsigned long m = s ? strtoul(s, NULL, 10) : 1;
-  if (m < 1) m = 1;
+  return m < 1 ? 1 : m;
+}
+
+static inline void check_watchdog(unsigned seconds) {
   signal(SIGALRM, check_watchdog_fired_);
-  alarm((unsigned)(seconds * m));
+  alarm((unsigned)(seconds * test_stress_factor()));
 }
 
 static inline void test_list_(FILE *f, const test_case *cases, size_t n) {

@@ -32,7 +32,6 @@
  * WSPOOL_BENCH_RUNS (default 7 here) / WSPOOL_BENCH_BUDGET (default 150 s
  * here) for the throughput part.
  * Exit 1 when a task was lost or ran twice. */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -387,6 +386,33 @@ static void throughput_table(bench_variant *v, int nv) {
          " wspool pool_submit time for the same producers, >1 means wspool is that much faster)\n");
 }
 
+/* The rate of variant x in measured round r (0-based), 0 when it has none:
+ * a long warm-up run counts as x's first (bench_warm_up), and that variant
+ * then skips the last round. */
+static double round_rate(const bench_variant *x, int r) {
+  if (!x || !x->available) return 0;
+  int i = r + x->first_round;
+  return i < x->nt ? (double)n_tasks / x->t[i] / 1e6 : 0;
+}
+
+/* The one-producer rows round by round, beside the cross-core round trip
+ * measured before the round: a slow run of every variant in one round is
+ * the machine (bench_round_trip_ns), a slow run of one variant is its own. */
+static void rounds_table(bench_variant *v, int nv, int runs) {
+  bench_variant *w1 = bench_find(v, nv, "wspool 1 outside producer");
+  bench_variant *b1 = bench_find(v, nv, "oneTBB enqueue 1 producer");
+  bench_variant *g1 = bench_find(v, nv, "GLib GThreadPool 1 producer");
+  printf("\n-- 1 outside producer round by round (M tasks/s)\n");
+  printf("%5s %14s %10s %10s %10s %14s\n", "round", "round trip ns", "wspool", "oneTBB", "GLib",
+         "wspool/faster");
+  for (int r = 0; r < runs && r + 1 < bench_rt_n; r++) {
+    double w = round_rate(w1, r), b = round_rate(b1, r), g = round_rate(g1, r);
+    double peer = b > g ? b : g;
+    printf("%5d %14.0f %10.2f %10.2f %10.2f %14.2f\n", r + 1, bench_rt_ns[r + 1], w, b, g,
+           peer > 0 ? w / peer : 0);
+  }
+}
+
 /* Every target: throughput from the table, then wake latency (wspool's
  * p50 in ns) and idle CPU (% of a core, fresh and after work). */
 static void print_targets(bench_variant *v, int nv, double ws_p50, double idle_fresh,
@@ -469,6 +495,8 @@ int main(void) {
   double left = budget - (bench_now() - prog_start); /* idle + latency used some */
   bench_measure(v, nv, runs, left > 5 ? left : 5);
   throughput_table(v, nv);
+  rounds_table(v, nv, runs);
+  bench_print_round_trips();
 
   printf("\n");
   print_targets(v, nv, ws_p50, idle_fresh, idle_after);

@@ -27,6 +27,8 @@
 #define WSPOOL_BENCHUTIL_H
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -313,6 +315,85 @@ static inline void bench_summarise(bench_variant *v, int nv) {
   }
 }
 
+/* ---- cross-core round trip -------------------------------------------- */
+
+/* What moving a cache line between two cores costs right now: two threads,
+ * pinned to the first two CPUs this process may use, hand one line back
+ * and forth BENCH_RT_TRIPS times; the mean round trip in ns (0 with fewer
+ * than two CPUs). On this project's VM it flips between about 100 ns and
+ * about 400 ns for seconds to minutes at a time (the host moves the
+ * vCPUs), and every figure that moves work between cores moves with it
+ * (docs/performance.md); bench_measure records it before every round. */
+enum { BENCH_RT_TRIPS = 20000 };
+
+typedef struct bench_rt_arg {
+  volatile int turn __attribute__((aligned(64))); /* 1: the helper's move, 0: the caller's */
+  int cpu;
+} bench_rt_arg;
+
+static inline void bench_pin(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
+static void *bench_rt_helper(void *p) {
+  bench_rt_arg *a = (bench_rt_arg *)p;
+  bench_pin(a->cpu);
+  for (int i = 0; i < BENCH_RT_TRIPS; i++) {
+    while (__atomic_load_n(&a->turn, __ATOMIC_ACQUIRE) != 1) {
+    }
+    __atomic_store_n(&a->turn, 0, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+static inline double bench_round_trip_ns(void) {
+  cpu_set_t mask;
+  if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0) return 0;
+  int cpus[2], n = 0;
+  for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+    if (CPU_ISSET(c, &mask)) cpus[n++] = c;
+  if (n < 2) return 0;
+  static bench_rt_arg a;
+  a.turn = 0;
+  a.cpu = cpus[1];
+  pthread_t th;
+  bench_pin(cpus[0]);
+  double ns = 0;
+  if (pthread_create(&th, NULL, bench_rt_helper, &a) == 0) {
+    double t0 = bench_now();
+    for (int i = 0; i < BENCH_RT_TRIPS; i++) {
+      __atomic_store_n(&a.turn, 1, __ATOMIC_RELEASE);
+      while (__atomic_load_n(&a.turn, __ATOMIC_ACQUIRE) != 0) {
+      }
+    }
+    ns = (bench_now() - t0) / BENCH_RT_TRIPS * 1e9;
+    pthread_join(th, NULL);
+  }
+  (void)pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);
+  return ns;
+}
+
+/* The round trip before the warm-up ([0]) and before each round. */
+static double bench_rt_ns[BENCH_MAX_RUNS + 1];
+static int bench_rt_n;
+
+/* One line: the round trip before each round, "slow" where it was over
+ * twice the fastest (the runs of that round all paid for it). */
+static inline void bench_print_round_trips(void) {
+  if (bench_rt_n == 0 || bench_rt_ns[0] == 0) return;
+  double lo = bench_rt_ns[0];
+  for (int i = 1; i < bench_rt_n; i++)
+    if (bench_rt_ns[i] < lo) lo = bench_rt_ns[i];
+  printf("cross-core round trip before each round (ns): warm-up %.0f%s", bench_rt_ns[0],
+         bench_rt_ns[0] > 2 * lo ? " slow" : "");
+  for (int i = 1; i < bench_rt_n; i++)
+    printf(", %d: %.0f%s", i, bench_rt_ns[i], bench_rt_ns[i] > 2 * lo ? " slow" : "");
+  printf("\n");
+}
+
 /* Measure all available variants: one warm-up round, then `runs` rounds,
  * interleaved, trimming the runs of slow variants to stay in `budget`
  * seconds (never below 3 runs, or `runs` when that is smaller). */
@@ -322,9 +403,12 @@ static inline void bench_measure(bench_variant *v, int nv, int runs, double budg
   int prime = !(cold && *cold && strcmp(cold, "0") != 0);
   if (nv > 64) nv = 64; /* no benchmark has nearly as many variants */
   double start = bench_now();
+  bench_rt_n = 0;
+  bench_rt_ns[bench_rt_n++] = bench_round_trip_ns();
   double total = bench_warm_up(v, nv, runs, prime, &pl);
   bench_trim(v, nv, &pl, total, budget - (bench_now() - start), runs < 3 ? runs : 3);
   for (int r = 0; r < runs; r++) {
+    bench_rt_ns[bench_rt_n++] = bench_round_trip_ns();
     for (int i = 0; i < nv; i++) {
       if (!v[i].available || v[i].nt >= v[i].runs) continue;
       bench_settle();
@@ -440,6 +524,7 @@ static inline void bench_table(bench_variant *v, int nv) {
   printf("(ratios use the medians; spread = (max-min)/median; T/Tseq = time relative to\n"
          " the sequential program; Tseq/T = speedup; T/Twspool = time relative to wspool\n"
          " with the same thread count, >1 means wspool is faster)\n");
+  bench_print_round_trips();
 }
 
 #ifndef __cplusplus
@@ -485,8 +570,9 @@ static inline double bench_capacity(void) {
 static inline void bench_print_capacity(const char *when) {
   double c = bench_capacity();
   printf("   machine check (%s): 2 busy threads ran at %.2fx one thread's rate "
-         "(2.00 = two free cores)%s\n",
-         when, c, c < 1.7 ? "  <- the machine is busy: scaling figures are unreliable" : "");
+         "(2.00 = two free cores)%s; cross-core round trip %.0f ns\n",
+         when, c, c < 1.7 ? "  <- the machine is busy: scaling figures are unreliable" : "",
+         bench_round_trip_ns());
   fflush(stdout);
 }
 #endif

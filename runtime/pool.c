@@ -71,6 +71,7 @@ static void *worker_main(void *arg) {
 
 static void free_worker(struct pool *p, ws_worker *w) {
   if (!w) return;
+  ws_submit_drop_open(w);
   ws_deque_destroy(&w->dq);
   if (w->priv_block != w->priv_embedded) free(w->priv_block);
   ws_nodes_destroy(&w->nodes);
@@ -88,6 +89,12 @@ static void recycle_pool(struct pool *p) {
   pthread_mutex_unlock(&global_lock);
 }
 
+/* Every lane's gate word reads CLOSED and nothing else: the struct holds
+ * no pool, or one whose outside callers are all gone. */
+static void close_gates(struct pool *p) {
+  for (unsigned l = 0; l < WS_LANES; l++) ws_u32_store(&p->gate[l].count, WS_GATE_CLOSED, ws_relaxed);
+}
+
 /* A struct for a new pool: reused from the free list or allocated; every
  * field but the gate zeroed, the gate closed (pool_create opens it last). */
 static struct pool *new_pool_struct(void) {
@@ -98,7 +105,7 @@ static struct pool *new_pool_struct(void) {
   if (!p) {
     if (posix_memalign((void **)&p, WS_CACHELINE, sizeof(*p)) != 0) return NULL;
     memset(p, 0, sizeof(*p));
-    ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+    close_gates(p);
     return p;
   }
   /* A reused struct: a late caller of its old pool may be counting itself
@@ -117,7 +124,7 @@ static void free_pool(struct pool *p, bool forked) {
     free(p->workers);
   }
   ws_placement_free(p);
-  ws_gqueue_destroy(&p->gq, !forked);
+  for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_destroy(&p->gq[l], !forked);
   recycle_pool(p);
 }
 
@@ -195,10 +202,13 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
   p->cfg = *cfg;
   p->nthreads = cfg->threads;
   ws_hooks_init(p);
-  int rc = ws_gqueue_init(&p->gq);
-  if (rc) {
-    recycle_pool(p);
-    return rc;
+  int rc = 0;
+  for (unsigned l = 0; l < WS_LANES; l++) {
+    if ((rc = ws_gqueue_init(&p->gq[l])) != 0) {
+      while (l-- > 0) ws_gqueue_destroy(&p->gq[l], true);
+      recycle_pool(p);
+      return rc;
+    }
   }
   ws_sleep_init(&p->sleep);
   ws_event_init(&p->ext);
@@ -265,7 +275,8 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
    * struct's previous pool are counted (each leaves on its own). Release:
    * nothing to publish through the gate (callers get the pool through
    * *out), but it keeps every write above before the first entry. */
-  ws_u32_fetch_add(&p->gate, (uint32_t)0 - WS_GATE_CLOSED, ws_release);
+  for (unsigned l = 0; l < WS_LANES; l++)
+    ws_u32_fetch_add(&p->gate[l].count, (uint32_t)0 - WS_GATE_CLOSED, ws_release);
   *out = p;
   return 0;
 }
@@ -283,7 +294,7 @@ int ws_enter(struct pool *p) {
   /* Relaxed is enough for the decision (one location: its RMWs are totally
    * ordered); acquire only orders this caller's later reads of the pool
    * after pool_create's release that opened the gate. */
-  uint32_t v = ws_u32_fetch_add(&p->gate, 1, ws_acquire);
+  uint32_t v = ws_u32_fetch_add(&p->gate[ws_lane()].count, 1, ws_acquire);
   if (v & WS_GATE_CLOSED) {
     ws_leave(p);
     return ESHUTDOWN;
@@ -293,18 +304,19 @@ int ws_enter(struct pool *p) {
 
 int ws_enter_any(struct pool *p) {
   if (ws_pool_forked(p)) return EOWNERDEAD;
-  ws_u32_fetch_add(&p->gate, 1, ws_acquire); /* as in ws_enter */
+  ws_u32_fetch_add(&p->gate[ws_lane()].count, 1, ws_acquire); /* as in ws_enter */
   return 0;
 }
 
 void ws_leave(struct pool *p) {
   /* Release: everything this caller did to the pool happens before
    * destroy's acquire load that sees the count at zero. */
-  uint32_t v = ws_u32_fetch_add(&p->gate, (uint32_t)-1, ws_release);
+  ws_u32 *gate = &p->gate[ws_lane()].count;
+  uint32_t v = ws_u32_fetch_add(gate, (uint32_t)-1, ws_release);
   WS_ASSERT((v & ~WS_GATE_CLOSED) != 0);
-  /* The last one out of a closed pool wakes destroy. The word outlives the
+  /* The last one out of a closed lane wakes destroy. The word outlives the
    * pool, so touching it after the decrement is safe. */
-  if (v == (WS_GATE_CLOSED | 1)) ws_futex_wake(&p->gate, INT_MAX);
+  if (v == (WS_GATE_CLOSED | 1)) ws_futex_wake(gate, INT_MAX);
 }
 
 /* A pool inherited across fork(): its threads do not exist here and its
@@ -312,7 +324,7 @@ void ws_leave(struct pool *p) {
 static void destroy_forked(struct pool *p) {
   /* Closed, as a reused struct must be. Callers of it here return
    * EOWNERDEAD before they touch the gate; the parent's are not here. */
-  ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+  close_gates(p);
   ws_trace_pool_destroyed(p);
   free_pool(p, true);
 }
@@ -328,34 +340,41 @@ int pool_destroy(pool_t *pool) {
     destroy_forked(p);
     return 0;
   }
-  /* Close the gate. acq_rel: acquire pairs with the release of every
-   * leave before this point; the count this RMW leaves behind is what we
-   * wait for. A second, concurrent destroy finds it closed. */
-  uint32_t v = ws_u32_load(&p->gate, ws_relaxed);
-  do {
-    if (v & WS_GATE_CLOSED) return ESHUTDOWN;
-  } while (!ws_u32_cas(&p->gate, &v, v | WS_GATE_CLOSED, ws_acq_rel));
-  ws_gqueue_close(&p->gq);
+  /* Close the gates. acq_rel: acquire pairs with the release of every
+   * leave before this point; the count each RMW leaves behind is what we
+   * wait for. Lane 0 decides: a second, concurrent destroy finds it closed
+   * and touches no other lane. */
+  for (unsigned l = 0; l < WS_LANES; l++) {
+    uint32_t v = ws_u32_load(&p->gate[l].count, ws_relaxed);
+    do {
+      if (v & WS_GATE_CLOSED) {
+        WS_ASSERT(l == 0);
+        return ESHUTDOWN;
+      }
+    } while (!ws_u32_cas(&p->gate[l].count, &v, v | WS_GATE_CLOSED, ws_acq_rel));
+  }
+  for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_close(&p->gq[l]);
   /* Drain: tasks submitted before the close, and whatever they submit from
    * inside the pool meanwhile (the pool is idle only when none is left). */
   ws_block_until_idle(p);
   stop_workers(p);
   WS_ASSERT(ws_submits_idle(p));
-  WS_ASSERT(ws_gqueue_maybe_nonempty(&p->gq) == false);
+  WS_ASSERT(!ws_global_maybe_nonempty(p));
   /* Every task has run now, so every outside caller still inside the pool
    * (blocked in pool_sync, pool_group_wait, parallel_for, wait_idle, or
    * between its push and its notify) has its condition met. Kick the
    * pool's event for any blocked one, then wait until the last has left. */
-  for (;;) {
+  for (unsigned l = 0; l < WS_LANES;) {
     /* Acquire: the leaves' releases; what they did is done before we free. */
-    v = ws_u32_load(&p->gate, ws_acquire);
-    if (v == WS_GATE_CLOSED) break;
-    if (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
+    uint32_t v = ws_u32_load(&p->gate[l].count, ws_acquire);
+    if (v == WS_GATE_CLOSED) {
+      l++;
+    } else if (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
       ws_u32_fetch_add(&p->ext.epoch, 1, ws_seq_cst);
       ws_futex_wake(&p->ext.epoch, INT_MAX);
       sched_yield();
     } else {
-      ws_futex_wait(&p->gate, v);
+      ws_futex_wait(&p->gate[l].count, v);
     }
   }
   ws_stats_report(p);
@@ -437,8 +456,7 @@ static void atfork_child(void) {
   }
   /* Late callers counted in a free struct's gate were threads of the
    * parent: none is here to leave. */
-  for (struct pool *p = free_pools; p; p = p->next_free)
-    ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+  for (struct pool *p = free_pools; p; p = p->next_free) close_gates(p);
   ws_futex_atfork(2);
   ws_trace_atfork(2);
   ws_placement_atfork(2);

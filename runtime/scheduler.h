@@ -53,6 +53,11 @@ typedef struct ws_worker {
   /* A submitted task finished here since this worker last told outside
    * waiters (worker.c, nothing_found). Owner only. */
   bool announce_idle;
+  /* The batch this worker's pool_submit calls append to, and how many
+   * entries it holds (submit.c). Owner only. */
+  uint32_t open_n;
+  struct submit_batch *open_batch;
+  unsigned lane_next; /* the global queue's lane to look at first */
   unsigned id;
   int cpu;       /* bound PU (OS index) or -1 */
   int numa;      /* NUMA node of that PU, or -1 */
@@ -81,15 +86,25 @@ typedef struct ws_worker {
  * pool_destroy() began. */
 #define WS_GATE_CLOSED 0x80000000u
 
+/* Outside threads are spread over WS_LANES lanes, a thread always in the
+ * same one (ws_lane): each lane has its own gate word and its own locked
+ * global queue, so outside producers on different lanes share no line
+ * (docs/design.md 3.1). */
+enum { WS_LANES = 4 };
+
+typedef struct ws_gate {
+  WS_ALIGNED ws_u32 count; /* outside callers of this lane | WS_GATE_CLOSED */
+} ws_gate;
+
 struct pool {
   /* First, and never freed: destroy keeps the struct on a free list that
-   * pool_create() reuses, so a call that reaches the gate after destroy
+   * pool_create() reuses, so a call that reaches a gate after destroy
    * finished still meets a live word (and CLOSED). Not cleared on reuse
    * (pool_create only removes CLOSED). */
-  WS_ALIGNED ws_u32 gate;
+  ws_gate gate[WS_LANES];
   unsigned fork_gen;            /* ws_fork_gen when created; kept on reuse */
   struct pool *next_free;       /* the free list of destroyed pools */
-  WS_ALIGNED ws_gqueue gq;
+  ws_gqueue gq[WS_LANES];       /* the global queue, a part per lane */
   ws_sleep sleep;
   ws_event ext;                 /* outside waiters */
   WS_ALIGNED ws_u32 stop;       /* workers exit once they find no work */
@@ -181,21 +196,45 @@ bool ws_submits_idle(struct pool *p);
  * the pool stops and nothing is left to run. */
 void ws_worker_loop(ws_worker *w);
 
-/* The submit wrapper (submit.c). */
-/* A pool_submit task (fn, arg) for worker w's pool, from w's node cache;
- * NULL without memory. Running it counts it finished (ws_submit_finished);
- * whoever made it has counted it submitted. */
-ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg);
+/* The calling thread's lane (WS_LANES), given out round-robin at its
+ * first use, so that threads that start together get different lanes. */
+extern __thread unsigned ws__lane; /* lane + 1; 0: none yet */
+unsigned ws_lane_assign(void);
+static inline unsigned ws_lane(void) {
+  unsigned l = ws__lane;
+  return l ? l - 1 : ws_lane_assign();
+}
 
-/* Put a runtime task on the pool's global queue (outside threads). */
+/* True when some lane of the global queue may hold work (a hint: see
+ * ws_gqueue_maybe_nonempty). */
+static inline bool ws_global_maybe_nonempty(struct pool *p) {
+  for (unsigned l = 0; l < WS_LANES; l++)
+    if (ws_gqueue_maybe_nonempty(&p->gq[l])) return true;
+  return false;
+}
+
+/* The submit wrapper (submit.c). */
+/* Most entries in one submit batch (submit.c): with its header, 1 KiB. */
+enum { WS_BATCH_CAP = 62 };
+/* A batch of the plain entries it[0..n), 1 <= n <= WS_BATCH_CAP (no
+ * runtime task among them), not on any deque yet.
+ * NULL without memory. Each entry counts finished when it ran
+ * (ws_submit_finished); whoever made the entries has counted them
+ * submitted. */
+ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n);
+
+/* Put a runtime task on the pool's global queue, the caller's lane
+ * (outside threads). */
 int ws_push_global(struct pool *p, ws_task *t);
 
-/* pool_submit from a worker of the pool (w, the caller's): one task onto
- * its own deque. 0 or ENOMEM. */
+/* pool_submit from a worker of the pool (w, the caller's): one task into
+ * its open batch, on its own deque. 0 or ENOMEM. */
 int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg);
 /* pool_submit_n from a worker of the pool (w, the caller's): n tasks onto
  * its own deque, all or none. 0 or ENOMEM. */
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n);
+/* Lets go of w's open batch (the worker is being freed). */
+void ws_submit_drop_open(ws_worker *w);
 /* pool_submit_n from outside (the caller holds the pool's gate): stored by
  * value in the global queue under one lock. 0, ENOMEM or ESHUTDOWN. */
 int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n);

@@ -3,38 +3,9 @@
  * tasks as schedulable nodes, their completion accounting, and the pushes
  * of submissions onto a worker's deque or the global queue. */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "split.h"
-
-/* A pool_submit task as a schedulable node: how a submission from inside
- * the pool goes on the worker's deque, and how a worker takes a plain
- * fn(arg) off the global queue. */
-typedef struct submit_task {
-  ws_task hdr;
-  pool_fn fn;
-  void *arg;
-} submit_task;
-
-static void submit_exec(ws_task *t, ws_worker *w) {
-  submit_task *st = (submit_task *)t;
-  pool_fn fn = st->fn;
-  void *arg = st->arg;
-  ws_node_free(ws_node_of(st), &w->nodes);
-  uint64_t t0 = ws_trace_t0(w);
-  fn(arg);
-  ws_trace_task(w, (ws_fnptr)fn, t0);
-  ws_submit_finished(w);
-}
-
-ws_task *ws_submit_task(ws_worker *w, pool_fn fn, void *arg) {
-  ws_node *n = ws_node_alloc(&w->nodes);
-  if (!n) return NULL;
-  submit_task *st = (submit_task *)n->payload;
-  st->hdr.exec = submit_exec;
-  st->fn = fn;
-  st->arg = arg;
-  return &st->hdr;
-}
 
 /* Completion accounting (docs/design.md 9). A pool_submit task
  * is counted submitted exactly once, before anyone can run it: in the
@@ -59,7 +30,8 @@ bool ws_submits_idle(struct pool *p) {
    * loads see its `finished`. */
   uint64_t finished = 0;
   for (unsigned i = 0; i < p->nthreads; i++) finished += ws_u64_load(&p->workers[i]->finished, ws_seq_cst);
-  uint64_t submitted = ws_u64_load(&p->gq.fns_pushed, ws_relaxed);
+  uint64_t submitted = 0;
+  for (unsigned l = 0; l < WS_LANES; l++) submitted += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
   for (unsigned i = 0; i < p->nthreads; i++) submitted += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
   return submitted == finished;
 }
@@ -76,81 +48,203 @@ static void uncount_submitted(ws_worker *w, int64_t n) {
   w->announce_idle = true;
 }
 
-/* From a worker of the pool: one task onto its own deque, at the cost of a
- * node from the worker's cache and a push. */
+/* Submit batches (docs/design.md 9.1). pool_submit from a worker appends
+ * (fn, arg) to the worker's open batch, one task on its deque that holds up
+ * to BATCH_CAP entries; a node and a push per task cost more than the task
+ * when tasks are tiny, and a thief's steal then moves up to BATCH_CAP of them.
+ *
+ * `state` is the number of entries the maker has published, or
+ * BATCH_CLOSED once a runner took the batch. The maker writes entry i, then
+ * CASes state from i to i + 1 (release): a CAS that fails found it closed,
+ * so that entry is not in the batch and goes into a new one. Whoever takes
+ * the batch off a deque first (its maker's pop or a thief's steal) closes
+ * it with an exchange (acquire) that returns how many entries it holds, so
+ * exactly one runner gets each published entry.
+ *
+ * The runner runs one entry per exec: it takes entry `next`, pushes the
+ * batch back on its own deque while entries remain, and then runs the
+ * entry. The rest stays stealable while an entry runs (a task that blocks
+ * for a second holds up nothing else), a thief takes all that is left with
+ * one steal, and an entry costs the runner a push and a pop of its own deque.
+ *
+ * Lifetime: two references, the maker's (while the batch is its open one)
+ * and the runner's (until its last entry is taken); whoever drops the last
+ * frees it. The maker never reads `next` or `end`; the runner's fields pass
+ * from one runner to the next through the deque's release and acquire. */
+enum { BATCH_CAP = WS_BATCH_CAP };
+#define BATCH_CLOSED 0x80000000u
+
+typedef struct submit_batch {
+  ws_task hdr;
+  ws_u32 state; /* entries published, or BATCH_CLOSED */
+  ws_u32 refs;
+  uint32_t next, end; /* the runner's: next entry to run, entries in all */
+  struct {
+    pool_fn fn;
+    void *arg;
+  } e[BATCH_CAP];
+} submit_batch;
+
+static void batch_release(submit_batch *b) {
+  /* acq_rel: the last one out sees the other's accesses before it frees. */
+  if (ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_acq_rel) == 1) free(b);
+}
+
+static void batch_exec(ws_task *t, ws_worker *w) {
+  submit_batch *b = (submit_batch *)t;
+  if (b->next == 0) {
+    /* Acquire: pairs with the maker's release CAS; entries [0, end) are
+     * written. Nothing runs before the close, so next == 0 until then. */
+    b->end = ws_u32_xchg(&b->state, BATCH_CLOSED, ws_acquire);
+    WS_ASSERT(b->end >= 1 && b->end <= BATCH_CAP);
+  }
+  uint32_t i = b->next++;
+  pool_fn fn = b->e[i].fn;
+  void *arg = b->e[i].arg;
+  bool rest_here = false;
+  if (b->next == b->end)
+    batch_release(b);
+  else if (ws_push(w, t) != 0)
+    rest_here = true; /* the deque cannot grow: run the rest here, in order */
+  uint64_t t0 = ws_trace_t0(w);
+  fn(arg);
+  ws_trace_task(w, (ws_fnptr)fn, t0);
+  ws_submit_finished(w);
+  if (rest_here) {
+    while (b->next < b->end) {
+      i = b->next++;
+      b->e[i].fn(b->e[i].arg);
+      ws_submit_finished(w);
+      /* Taken from the batch in hand: as if popped from the deque. */
+      ws_counter_add(&w->stats.local_pops, 1);
+      ws_counter_add(&w->stats.tasks, 1);
+    }
+    batch_release(b);
+  }
+}
+
+/* A batch of n entries, for the caller to fill in before anyone can
+ * reach it; refs: 2 when it becomes the maker's open batch, else 1. */
+static submit_batch *batch_new(uint32_t n, uint32_t refs) {
+  submit_batch *b = malloc(sizeof(*b));
+  if (!b) return NULL;
+  b->hdr.exec = batch_exec;
+  /* Relaxed: the push that makes it reachable is a release. */
+  ws_u32_store(&b->state, n, ws_relaxed);
+  ws_u32_store(&b->refs, refs, ws_relaxed);
+  b->next = b->end = 0;
+  return b;
+}
+
+/* A batch of n entries fn(args[i]) (fn(NULL) when args is NULL). */
+static submit_batch *batch_of_fn(pool_fn fn, void *const *args, uint32_t n, uint32_t refs) {
+  submit_batch *b = batch_new(n, refs);
+  if (!b) return NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    b->e[i].fn = fn;
+    b->e[i].arg = args ? args[i] : NULL;
+  }
+  return b;
+}
+
+ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n) {
+  WS_ASSERT(n >= 1 && n <= WS_BATCH_CAP);
+  submit_batch *b = batch_new((uint32_t)n, 1);
+  if (!b) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    WS_ASSERT(!it[i].task);
+    b->e[i].fn = it[i].fn;
+    b->e[i].arg = it[i].arg;
+  }
+  return &b->hdr;
+}
+
+void ws_submit_drop_open(ws_worker *w) {
+  submit_batch *b = w->open_batch;
+  if (!b) return;
+  w->open_batch = NULL;
+  batch_release(b);
+}
+
+/* From a worker of the pool: append to its open batch, or start a new one.
+ * Counted before the entry is published, so no waiter sees it finish first
+ * (the CAS is a release, after the count). */
 int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
-  ws_task *t = ws_submit_task(w, fn, arg);
-  if (!t) return ENOMEM;
   count_submitted(w, 1);
-  if (ws_push(w, t) != 0) {
+  submit_batch *b = w->open_batch;
+  if (b) {
+    uint32_t i = w->open_n;
+    b->e[i].fn = fn;
+    b->e[i].arg = arg;
+    if (ws_u32_cas(&b->state, &i, i + 1, ws_release)) {
+      if (++w->open_n == BATCH_CAP) ws_submit_drop_open(w);
+      return 0;
+    }
+    /* Closed: its runner has what it holds; this entry starts a new one. */
+    ws_submit_drop_open(w);
+  }
+  b = batch_of_fn(fn, &arg, 1, 2);
+  if (!b || ws_push(w, &b->hdr) != 0) {
+    free(b);
     uncount_submitted(w, 1);
-    ws_node_free(ws_node_of(t), &w->nodes);
     return ENOMEM;
   }
+  w->open_batch = b;
+  w->open_n = 1;
   return 0;
 }
 
-/* Gives back a list of nodes linked through `next` (submit_inside). */
-static void free_nodes(ws_node *nodes, ws_worker *w) {
-  while (nodes) {
-    ws_node *next = nodes->next;
-    ws_node_free(nodes, &w->nodes);
-    nodes = next;
-  }
-}
-
-/* From a worker of the pool: n tasks onto its own deque, all or none. The
- * nodes come first (from the worker's cache), then the deque makes room
- * for all of them and for the private frames ws_push_n publishes ahead of
- * them, so the pushes themselves cannot fail. */
+/* From a worker of the pool: n tasks onto its own deque in closed batches
+ * of up to BATCH_CAP, all or none. The batches come first, then the deque
+ * makes room for all of them and for the private frames ws_push_n
+ * publishes ahead of them, so the pushes themselves cannot fail. */
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   enum { CHUNK = 64 };
   if (n == 1) return ws_submit_one_inside(w, fn, args ? args[0] : NULL);
-  ws_node *nodes = NULL;
-  for (size_t i = 0; i < n; i++) {
-    ws_task *t = ws_submit_task(w, fn, args ? args[i] : NULL);
-    if (!t) {
-      free_nodes(nodes, w);
-      return ENOMEM;
-    }
-    ws_node *nd = ws_node_of(t);
-    nd->next = nodes; /* the list is newest first; pushed oldest first below */
-    nodes = nd;
+  size_t nb = (n + BATCH_CAP - 1) / BATCH_CAP;
+  ws_task *one[CHUNK];
+  ws_task **bs = nb <= CHUNK ? one : malloc(nb * sizeof(*bs));
+  if (!bs) return ENOMEM;
+  size_t made = 0;
+  for (; made < nb; made++) {
+    size_t lo = made * BATCH_CAP, k = n - lo < BATCH_CAP ? n - lo : BATCH_CAP;
+    submit_batch *b = batch_of_fn(fn, args ? args + lo : NULL, (uint32_t)k, 1);
+    if (!b) break;
+    bs[made] = &b->hdr;
   }
   size_t priv = (size_t)(ws_top() - w->priv_lo);
-  if (ws_deque_reserve(&w->dq, (int64_t)(n + priv)) != 0) {
-    free_nodes(nodes, w);
-    return ENOMEM;
-  }
-  count_submitted(w, (int64_t)n);
-  ws_task *chunk[CHUNK];
-  size_t left = n;
-  while (left) {
-    size_t k = left < CHUNK ? left : CHUNK;
-    /* nodes runs newest first: fill the chunk from its end, so each push
-     * keeps the submission order from bottom to top. */
-    for (size_t i = k; i-- > 0;) {
-      chunk[i] = (ws_task *)nodes->payload;
-      nodes = nodes->next;
-    }
-    left -= k;
-    int rc = ws_push_n(w, chunk, k);
+  int rc = made < nb ? ENOMEM : ws_deque_reserve(&w->dq, (int64_t)(nb + priv));
+  if (rc == 0) {
+    count_submitted(w, (int64_t)n);
+    rc = ws_push_n(w, bs, nb);
     WS_ASSERT(rc == 0); /* room was reserved, private frames included */
-    (void)rc;
+  } else {
+    for (size_t i = 0; i < made; i++) free(bs[i]);
   }
-  return 0;
+  if (bs != one) free(bs);
+  return rc;
 }
 
-/* From outside: stored by value in the global queue, one lock for all n,
- * counted under it (fns_pushed). */
+__thread unsigned ws__lane __attribute__((tls_model("initial-exec")));
+
+unsigned ws_lane_assign(void) {
+  static ws_u32 next;
+  /* Relaxed: any spread will do; consecutive threads get different lanes. */
+  unsigned l = ws_u32_fetch_add(&next, 1, ws_relaxed) % WS_LANES;
+  ws__lane = l + 1;
+  return l;
+}
+
+/* From outside: stored by value in the caller's lane of the global queue,
+ * one lock for all n, counted under it (fns_pushed). */
 int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n) {
-  int rc = ws_gqueue_push_fns(&p->gq, fn, args, n);
+  int rc = ws_gqueue_push_fns(&p->gq[ws_lane()], fn, args, n);
   if (rc == 0) ws_sleep_notify(&p->sleep);
   return rc;
 }
 
 int ws_push_global(struct pool *p, ws_task *t) {
-  int rc = ws_gqueue_push_task(&p->gq, t);
+  int rc = ws_gqueue_push_task(&p->gq[ws_lane()], t);
   if (rc == 0) ws_sleep_notify(&p->sleep);
   return rc;
 }

@@ -55,31 +55,63 @@ static inline uint32_t next_rand(ws_worker *w) {
  * entries (docs/design.md 3). */
 enum { GQ_BATCH = 128, GQ_MIN_TAKE = 64 };
 
-/* One lock acquisition takes a share of the global queue (count / workers
- * + 1, Go's rule, but at least GQ_MIN_TAKE): the oldest entry runs now, the
- * others go on this worker's deque, where thieves spread them further. */
-static ws_task *from_global(ws_worker *w) {
+/* Takes from the first lane of the global queue that holds work, starting
+ * one past the lane it last took from, so that every lane is served under
+ * a flood in all of them. */
+static size_t take_global(ws_worker *w, ws_gitem *it) {
   struct pool *p = w->pool;
+  for (unsigned k = 0; k < WS_LANES; k++) {
+    unsigned l = (w->lane_next + k) % WS_LANES;
+    if (!ws_gqueue_maybe_nonempty(&p->gq[l])) continue;
+    size_t n = ws_gqueue_pop_batch(&p->gq[l], it, GQ_BATCH, GQ_MIN_TAKE, p->nthreads);
+    if (n) {
+      w->lane_next = (l + 1) % WS_LANES;
+      return n;
+    }
+  }
+  return 0;
+}
+
+/* Plain entries taken off the global queue, run on the spot: there was no
+ * memory for their batch, and they are ours now. */
+static void run_here(ws_worker *w, const ws_gitem *it, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    it[i].fn(it[i].arg);
+    ws_submit_finished(w);
+    ws_counter_add(&w->stats.tasks, 1);
+    ws_counter_add(&w->stats.global_pops, 1);
+  }
+}
+
+/* One lock acquisition takes a share of a lane of the global queue (count
+ * / workers + 1, Go's rule, but at least GQ_MIN_TAKE): the oldest entries
+ * start running now, the others go on this worker's deque, where thieves
+ * spread them further. */
+static ws_task *from_global(ws_worker *w) {
   ws_gitem it[GQ_BATCH];
-  size_t n = ws_gqueue_pop_batch(&p->gq, it, GQ_BATCH, GQ_MIN_TAKE, p->nthreads);
+  size_t n = take_global(w, it);
   if (!n) return NULL;
   ws_counter_add(&w->stats.global_taken, n);
-  /* Outside submissions are stored by value: each becomes a node from this
-   * worker's cache. A task is popped newest first from the deque, so the
-   * batch is pushed from its end: the owner runs it in queue order. */
+  /* Outside submissions are stored by value: each run of them becomes
+   * submit batches (submit.c), one allocation per WS_BATCH_CAP entries;
+   * runtime tasks go as they are. The deque pops newest first, so the
+   * tasks are collected from the end of what was taken: the owner runs
+   * them in queue order. */
   ws_task *t[GQ_BATCH];
   size_t k = 0;
-  for (size_t i = n; i-- > 0;) {
-    ws_task *x = it[i].task ? it[i].task : ws_submit_task(w, it[i].fn, it[i].arg);
-    if (x) {
-      t[k++] = x;
-    } else {
-      /* No memory for the wrapper: run it here, it is ours now. */
-      it[i].fn(it[i].arg);
-      ws_submit_finished(w);
-      ws_counter_add(&w->stats.tasks, 1);
-      ws_counter_add(&w->stats.global_pops, 1);
+  for (size_t end = n; end > 0;) {
+    if (it[end - 1].task) {
+      t[k++] = it[--end].task;
+      continue;
     }
+    size_t start = end - 1;
+    while (start > 0 && !it[start - 1].task && end - start < WS_BATCH_CAP) start--;
+    ws_task *b = ws_submit_batch_of(it + start, end - start);
+    if (b)
+      t[k++] = b;
+    else
+      run_here(w, it + start, end - start);
+    end = start;
   }
   if (k == 0) return NULL;
   /* What runs straight from the queue counts as a global pop; the rest
@@ -165,7 +197,7 @@ ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
     ws_counter_add(&w->stats.local_pops, 1);
     return t;
   }
-  if (ws_gqueue_maybe_nonempty(&w->pool->gq) && (t = from_global(w)) != NULL) return t;
+  if (ws_global_maybe_nonempty(w->pool) && (t = from_global(w)) != NULL) return t;
   t = steal_round(w, hint);
   return t ? t : nothing_found(w);
 }

@@ -9,7 +9,9 @@
  *  4. Create/destroy churn with work in flight: check_iters(200) cycles of
  *     varied worker counts and loads, including destroy right after create
  *     and destroy of a pool that never got work.
- * Cases: queued, asleep, drain_submits, churn. */
+ *  5. Two destroys at once: the one that comes second gets ESHUTDOWN.
+ * Cases: queued, asleep, drain_submits, churn, destroy_twice. */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -165,6 +167,41 @@ static void test_churn(unsigned long cycles) {
   }
 }
 
+/* 5. Two destroys of one pool at once: the second, called while the
+ * first drains (held open by a task until the second returned), gets
+ * ESHUTDOWN and frees nothing; the first returns 0 once the task ran. */
+static atomic_int second_done;
+static pool_t *twice_pool;
+
+static void hold_until_second(void *arg) {
+  (void)arg;
+  while (!atomic_load(&second_done)) sched_yield();
+}
+
+static void *first_destroy(void *arg) {
+  *(int *)arg = pool_destroy(twice_pool);
+  return NULL;
+}
+
+static void nothing(void *arg) { (void)arg; }
+
+static void test_destroy_twice(unsigned threads) {
+  atomic_store(&second_done, 0);
+  twice_pool = make_pool(threads);
+  CHECK_OK(pool_submit(twice_pool, hold_until_second, NULL));
+  int first_rc = -1;
+  pthread_t th;
+  CHECK_OK(pthread_create(&th, NULL, first_destroy, &first_rc));
+  /* The first destroy has begun once an outside submit is refused. */
+  int rc;
+  while ((rc = pool_submit(twice_pool, nothing, NULL)) == 0) sched_yield();
+  CHECK_EQ(rc, ESHUTDOWN);
+  CHECK_EQ(pool_destroy(twice_pool), ESHUTDOWN);
+  atomic_store(&second_done, 1);
+  CHECK_OK(pthread_join(th, NULL));
+  CHECK_EQ(first_rc, 0);
+}
+
 static void case_queued(void) {
   test_queued(1, check_iters(2000));
   test_queued(2, check_iters(5000));
@@ -185,4 +222,9 @@ static void case_drain_submits(void) {
 
 static void case_churn(void) { test_churn(check_iters(200)); }
 
-TEST_MAIN(200, TEST_CASE(queued), TEST_CASE(asleep), TEST_CASE(drain_submits), TEST_CASE(churn))
+static void case_destroy_twice(void) {
+  for (unsigned long c = 0; c < check_iters(20); c++) test_destroy_twice(1 + (unsigned)(c % 3));
+}
+
+TEST_MAIN(200, TEST_CASE(queued), TEST_CASE(asleep), TEST_CASE(drain_submits), TEST_CASE(churn),
+          TEST_CASE(destroy_twice))

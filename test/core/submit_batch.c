@@ -22,9 +22,17 @@
  *    worker, possibly asleep or falling asleep, can run it. A lost wake-up
  *    of the inside push hangs here (the watchdog fails the test): the
  *    producer's side of the sleep protocol is only a compiler fence when
- *    membarrier(2) is available (runtime/sleep.h).
+ *    membarrier(2) is available (runtime/sleep.h);
+ *  - an entry that blocks: 150 tasks submitted from inside one task (one
+ *    at a time or in one pool_submit_n), one of which spins until all the
+ *    others ran, at positions at and around the batches' edges; the others
+ *    must still run (inside submissions share batches, runtime/submit.c);
+ *  - lanes: a flood of 20000 tasks from one outside thread does not hold
+ *    up a task another thread submits after it (runtime/worker.c serves
+ *    the global queue's lanes in turn).
  * Iterations scale with WSPOOL_STRESS. Cases: outside_producers,
- * inside_batches, edge_cases, blocking_submitter, destroy_racing. */
+ * inside_batches, edge_cases, blocking_submitter, blocked_entry,
+ * lanes_fair, destroy_racing. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -320,6 +328,114 @@ static void blocking_submitter(void) {
   CHECK_OK(pool_destroy(p));
 }
 
+/* ---- an entry that blocks: the rest of its batch must not wait --------- */
+
+/* A task on a pool of `workers` submits K tasks from inside (pool_submit
+ * one at a time, which fills the worker's open batch, or pool_submit_n);
+ * task `blocker` spins until every other one ran. Tasks submitted together
+ * share a batch on the deque: if a runner held a batch's remaining entries
+ * while one of them blocked, this would hang (the watchdog fails it). */
+enum { BLOCK_K = 150 };
+static atomic_uint others_ran;
+static size_t block_at;
+
+static void block_task(void *arg) {
+  size_t i = (size_t)(uintptr_t)arg;
+  mark(arg);
+  if (i == block_at) {
+    while (atomic_load(&others_ran) != BLOCK_K - 1) sched_yield();
+  } else {
+    atomic_fetch_add(&others_ran, 1);
+  }
+}
+
+static void block_submitter(void *arg) {
+  void *args[BLOCK_K];
+  for (size_t i = 0; i < BLOCK_K; i++) args[i] = (void *)(uintptr_t)i;
+  if (arg) {
+    CHECK_OK(pool_submit_n(NULL, block_task, args, BLOCK_K));
+  } else {
+    for (size_t i = 0; i < BLOCK_K; i++) CHECK_OK(pool_submit(NULL, block_task, args[i]));
+  }
+}
+
+static void blocked_entry(unsigned workers) {
+  static const size_t at[] = {0, 1, 30, 61, 62, 100, BLOCK_K - 1};
+  pool_t *p = make_pool(workers);
+  for (unsigned k = 0; k < sizeof at / sizeof at[0]; k++) {
+    for (int batch = 0; batch < 2; batch++) {
+      flags_reset(&flags, &nflags, BLOCK_K);
+      atomic_store(&others_ran, 0);
+      block_at = at[k];
+      CHECK_OK(pool_submit(p, block_submitter, batch ? p : NULL));
+      CHECK_OK(pool_wait_idle(p));
+      flags_check_once(flags, BLOCK_K, "task");
+    }
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- a flood from one thread does not hold up another's task ---------- */
+
+/* The global queue has a lane per outside thread (WS_LANES of them, given
+ * out round-robin at a thread's first call), and a worker serves the lanes
+ * in turn. One worker is held busy while thread A queues FLOOD tasks and
+ * then thread B one marker; once released, the marker must run long before
+ * A's flood is through (a single FIFO queue runs it last). Threads make
+ * their first call one after another, so A and B get different lanes; the
+ * four rounds put the pair on every pair of neighbouring lanes. */
+enum { FLOOD = 20000 };
+static atomic_uint flood_ran, marker_at, release_hold;
+static pool_t *lane_pool;
+
+static void flood_task(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&flood_ran, 1);
+}
+
+static void marker_task(void *arg) {
+  (void)arg;
+  atomic_store(&marker_at, atomic_load(&flood_ran) + 1);
+}
+
+static void hold_task(void *arg) {
+  (void)arg;
+  while (!atomic_load(&release_hold)) sched_yield();
+}
+
+static void *flooder(void *arg) {
+  (void)arg;
+  for (unsigned i = 0; i < FLOOD; i++) CHECK_OK(pool_submit(lane_pool, flood_task, NULL));
+  return NULL;
+}
+
+static void *marker_submitter(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_submit(lane_pool, marker_task, NULL));
+  return NULL;
+}
+
+static void lanes_fair(void) {
+  lane_pool = make_pool(1);
+  for (unsigned round = 0; round < 4; round++) {
+    atomic_store(&flood_ran, 0);
+    atomic_store(&marker_at, 0);
+    atomic_store(&release_hold, 0);
+    CHECK_OK(pool_submit(lane_pool, hold_task, NULL));
+    pthread_t a, b;
+    CHECK_OK(pthread_create(&a, NULL, flooder, NULL));
+    CHECK_OK(pthread_join(a, NULL));
+    CHECK_OK(pthread_create(&b, NULL, marker_submitter, NULL));
+    CHECK_OK(pthread_join(b, NULL));
+    atomic_store(&release_hold, 1);
+    CHECK_OK(pool_wait_idle(lane_pool));
+    CHECK_EQ(atomic_load(&flood_ran), FLOOD);
+    unsigned at = atomic_load(&marker_at);
+    CHECK(at >= 1 && at <= FLOOD / 2);
+  }
+  CHECK_OK(pool_destroy(lane_pool));
+}
+
 /* ---- the cases: each repeated WSPOOL_STRESS times ---------------------- */
 
 static const unsigned pool_sizes[] = {1, 2, 3};
@@ -344,6 +460,15 @@ static void case_blocking_submitter(void) {
   for (unsigned long r = 0; r < check_iters(1); r++) blocking_submitter();
 }
 
+static void case_blocked_entry(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++)
+    for (unsigned w = 2; w <= 4; w++) blocked_entry(w);
+}
+
+static void case_lanes_fair(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++) lanes_fair();
+}
+
 static void case_destroy_racing(void) {
   for (unsigned long r = 0; r < check_iters(1); r++)
     for (unsigned w = 1; w <= 3; w++)
@@ -351,4 +476,5 @@ static void case_destroy_racing(void) {
 }
 
 TEST_MAIN(240, TEST_CASE(outside_producers), TEST_CASE(inside_batches), TEST_CASE(edge_cases),
-          TEST_CASE(blocking_submitter), TEST_CASE(destroy_racing))
+          TEST_CASE(blocking_submitter), TEST_CASE(blocked_entry), TEST_CASE(lanes_fair),
+          TEST_CASE(destroy_racing))

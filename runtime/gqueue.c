@@ -79,7 +79,7 @@ int ws_gqueue_push_task(ws_gqueue *q, ws_task *task) {
   if (q->closed) {
     rc = ESHUTDOWN;
   } else if ((rc = reserve(q, 1)) == 0) {
-    q->ring[(q->head + q->count) % q->cap] = (ws_gitem){task, NULL, NULL};
+    q->ring[(q->head + q->count) % q->cap] = (ws_gitem){NULL, task};
     q->count++;
     publish_count(q);
   }
@@ -95,7 +95,7 @@ int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n) {
   } else if ((rc = reserve(q, n)) == 0) {
     size_t pos = (q->head + q->count) % q->cap;
     for (size_t i = 0; i < n; i++) {
-      q->ring[pos] = (ws_gitem){NULL, fn, args ? args[i] : NULL};
+      q->ring[pos] = (ws_gitem){fn, args ? args[i] : NULL};
       if (++pos == q->cap) pos = 0;
     }
     q->count += n;

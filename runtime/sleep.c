@@ -110,8 +110,10 @@ void ws_futex_wake(ws_u32 *word, int n) {
 ws_u32 ws__sleep_asym;
 /* Set when a heavy barrier failed after producers had stopped fencing
  * (nothing we know of does that; a seccomp filter installed later could):
- * from then on sleepers wake every DEGRADED_NS to look again, so a missed
- * wake costs latency, never progress. */
+ * from then on producers fence again (ws__sleep_asym is cleared), and
+ * sleepers wake every DEGRADED_NS to look again, so a wake missed by a
+ * producer that had not yet seen the change costs latency, never
+ * progress. */
 static ws_u32 sleep_degraded;
 enum { DEGRADED_NS = 1000000 };
 
@@ -142,11 +144,20 @@ static void heavy_barrier(void) {
       membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
     return;
   ws_u32_store(&sleep_degraded, 1, ws_relaxed);
+  /* Producers fence from now on. One that still read 1 is covered by the
+   * periodic wakes here, and by destroy's grace period there (pool.c). */
+  ws_u32_store(&ws__sleep_asym, 0, ws_seq_cst);
 }
 #else
 static void asym_init(void) {}
 static void heavy_barrier(void) {}
 #endif
+
+bool ws_heavy_fence(void) {
+  ws_fence(ws_seq_cst);
+  heavy_barrier();
+  return !ws_u32_load(&sleep_degraded, ws_relaxed);
+}
 
 static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 

@@ -73,8 +73,9 @@ void ws_sleep_init(ws_sleep *s);
  * membarrier(2) and, when that works, lets producers skip their fence. */
 void ws_sleep_global_init(void);
 
-/* 1 when producers use the compiler fence (membarrier registered). Written
- * once, by ws_sleep_global_init() before any pool exists. */
+/* 1 when producers use the compiler fence (membarrier registered). Set by
+ * ws_sleep_global_init() before any pool exists; cleared if a heavy
+ * barrier ever fails (sleep.c, sleep_degraded). */
 extern ws_u32 ws__sleep_asym;
 
 /* The producer's half of the store->load barrier: after publishing work,
@@ -85,6 +86,14 @@ static inline void ws_sleep_producer_fence(void) {
   else
     ws_fence(ws_seq_cst);
 }
+
+/* The heavy half of the same pair, for other store->load pairs whose light
+ * side is ws_sleep_producer_fence (visitors.h): a seq_cst fence, then, when
+ * producers have only a compiler fence, a full barrier in every running
+ * thread. false once a heavy barrier has failed: a producer that had read
+ * ws__sleep_asym before it was cleared may not be ordered (the caller then
+ * needs a fallback). */
+bool ws_heavy_fence(void);
 
 void ws_sleep_wake_one(ws_sleep *s);
 void ws_wait_wake(ws_sleep *s);

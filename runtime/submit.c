@@ -152,7 +152,7 @@ ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n) {
   submit_batch *b = batch_new((uint32_t)n, 1);
   if (!b) return NULL;
   for (size_t i = 0; i < n; i++) {
-    WS_ASSERT(!it[i].task);
+    WS_ASSERT(it[i].fn);
     b->e[i].fn = it[i].fn;
     b->e[i].arg = it[i].arg;
   }

@@ -100,12 +100,14 @@ static ws_task *from_global(ws_worker *w) {
   ws_task *t[GQ_BATCH];
   size_t k = 0;
   for (size_t end = n; end > 0;) {
-    if (it[end - 1].task) {
-      t[k++] = it[--end].task;
+    ws_task *task = ws_gitem_task(&it[end - 1]);
+    if (task) {
+      t[k++] = task;
+      end--;
       continue;
     }
     size_t start = end - 1;
-    while (start > 0 && !it[start - 1].task && end - start < WS_BATCH_CAP) start--;
+    while (start > 0 && it[start - 1].fn && end - start < WS_BATCH_CAP) start--;
     ws_task *b = ws_submit_batch_of(it + start, end - start);
     if (b)
       t[k++] = b;

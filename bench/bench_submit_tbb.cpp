@@ -19,7 +19,12 @@
 
 namespace {
 
-std::atomic<long> done{0};
+// The tasks' counter on a cache line of its own, as on the wspool side.
+struct alignas(64) done_line {
+  std::atomic<long> v{0};
+};
+done_line done_padded;
+std::atomic<long> &done = done_padded.v;
 long target = 0;
 std::mutex m;
 std::condition_variable cv;

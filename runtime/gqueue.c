@@ -110,7 +110,10 @@ int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n) {
 }
 
 size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t min, size_t share) {
-  pthread_mutex_lock(&q->lock);
+  /* A taker never waits for the lock: its holder is a producer, whose line
+   * a spinning taker would keep pulling away in the middle of the push, or
+   * another taker. The caller looks again before it sleeps (gqueue.h). */
+  if (pthread_mutex_trylock(&q->lock) != 0) return 0;
   size_t n = q->count / share + 1;
   if (n < min) n = min;
   if (n > q->count) n = q->count;

@@ -91,12 +91,6 @@ static void recycle_pool(struct pool *p) {
   pthread_mutex_unlock(&global_lock);
 }
 
-/* Every lane's gate word reads CLOSED and nothing else: the struct holds
- * no pool, or one whose outside callers are all gone. */
-static void close_gates(struct pool *p) {
-  for (unsigned l = 0; l < WS_LANES; l++) ws_u32_store(&p->gate[l].count, WS_GATE_CLOSED, ws_relaxed);
-}
-
 /* A struct for a new pool: reused from the free list or allocated; every
  * field but the gate zeroed, the gate closed (pool_create opens it last). */
 static struct pool *new_pool_struct(void) {
@@ -107,7 +101,7 @@ static struct pool *new_pool_struct(void) {
   if (!p) {
     if (posix_memalign((void **)&p, WS_CACHELINE, sizeof(*p)) != 0) return NULL;
     memset(p, 0, sizeof(*p));
-    close_gates(p);
+    ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
     return p;
   }
   /* A reused struct: a late caller of its old pool may be counting itself
@@ -277,8 +271,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
    * struct's previous pool are counted (each leaves on its own). Release:
    * nothing to publish through the gate (callers get the pool through
    * *out), but it keeps every write above before the first entry. */
-  for (unsigned l = 0; l < WS_LANES; l++)
-    ws_u32_fetch_add(&p->gate[l].count, (uint32_t)0 - WS_GATE_CLOSED, ws_release);
+  ws_u32_fetch_add(&p->gate, (uint32_t)0 - WS_GATE_CLOSED, ws_release);
   *out = p;
   return 0;
 }
@@ -296,7 +289,7 @@ int ws_enter(struct pool *p) {
   /* Relaxed is enough for the decision (one location: its RMWs are totally
    * ordered); acquire only orders this caller's later reads of the pool
    * after pool_create's release that opened the gate. */
-  uint32_t v = ws_u32_fetch_add(&p->gate[ws_lane()].count, 1, ws_acquire);
+  uint32_t v = ws_u32_fetch_add(&p->gate, 1, ws_acquire);
   if (v & WS_GATE_CLOSED) {
     ws_leave(p);
     return ESHUTDOWN;
@@ -306,19 +299,18 @@ int ws_enter(struct pool *p) {
 
 int ws_enter_any(struct pool *p) {
   if (ws_pool_forked(p)) return EOWNERDEAD;
-  ws_u32_fetch_add(&p->gate[ws_lane()].count, 1, ws_acquire); /* as in ws_enter */
+  ws_u32_fetch_add(&p->gate, 1, ws_acquire); /* as in ws_enter */
   return 0;
 }
 
 void ws_leave(struct pool *p) {
   /* Release: everything this caller did to the pool happens before
    * destroy's acquire load that sees the count at zero. */
-  ws_u32 *gate = &p->gate[ws_lane()].count;
-  uint32_t v = ws_u32_fetch_add(gate, (uint32_t)-1, ws_release);
+  uint32_t v = ws_u32_fetch_add(&p->gate, (uint32_t)-1, ws_release);
   WS_ASSERT((v & ~WS_GATE_CLOSED) != 0);
-  /* The last one out of a closed lane wakes destroy. The word outlives the
+  /* The last one out of a closed pool wakes destroy. The word outlives the
    * pool, so touching it after the decrement is safe. */
-  if (v == (WS_GATE_CLOSED | 1)) ws_futex_wake(gate, INT_MAX);
+  if (v == (WS_GATE_CLOSED | 1)) ws_futex_wake(&p->gate, INT_MAX);
 }
 
 /* A pool inherited across fork(): its threads do not exist here and its
@@ -326,7 +318,7 @@ void ws_leave(struct pool *p) {
 static void destroy_forked(struct pool *p) {
   /* Closed, as a reused struct must be. Callers of it here return
    * EOWNERDEAD before they touch the gate; the parent's are not here. */
-  close_gates(p);
+  ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
   ws_trace_pool_destroyed(p);
   free_pool(p, true);
 }
@@ -342,19 +334,13 @@ int pool_destroy(pool_t *pool) {
     destroy_forked(p);
     return 0;
   }
-  /* Close the gates. acq_rel: acquire pairs with the release of every
-   * leave before this point; the count each RMW leaves behind is what we
-   * wait for. Lane 0 decides: a second, concurrent destroy finds it closed
-   * and touches no other lane. */
-  for (unsigned l = 0; l < WS_LANES; l++) {
-    uint32_t v = ws_u32_load(&p->gate[l].count, ws_relaxed);
-    do {
-      if (v & WS_GATE_CLOSED) {
-        WS_ASSERT(l == 0);
-        return ESHUTDOWN;
-      }
-    } while (!ws_u32_cas(&p->gate[l].count, &v, v | WS_GATE_CLOSED, ws_acq_rel));
-  }
+  /* Close the gate. acq_rel: acquire pairs with the release of every
+   * leave before this point; the count this RMW leaves behind is what we
+   * wait for. A second, concurrent destroy finds it closed. */
+  uint32_t v = ws_u32_load(&p->gate, ws_relaxed);
+  do {
+    if (v & WS_GATE_CLOSED) return ESHUTDOWN;
+  } while (!ws_u32_cas(&p->gate, &v, v | WS_GATE_CLOSED, ws_acq_rel));
   /* The visitors' side of the gate (visitors.h): after the closes, before
    * anything is freed. A failed heavy fence (sleep.c) leaves visitors that
    * fenced only with the compiler unordered: their stores reach memory
@@ -372,17 +358,16 @@ int pool_destroy(pool_t *pool) {
    * (blocked in pool_sync, pool_group_wait, parallel_for, wait_idle, or
    * between its push and its notify) has its condition met. Kick the
    * pool's event for any blocked one, then wait until the last has left. */
-  for (unsigned l = 0; l < WS_LANES;) {
+  for (;;) {
     /* Acquire: the leaves' releases; what they did is done before we free. */
-    uint32_t v = ws_u32_load(&p->gate[l].count, ws_acquire);
-    if (v == WS_GATE_CLOSED) {
-      l++;
-    } else if (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
+    v = ws_u32_load(&p->gate, ws_acquire);
+    if (v == WS_GATE_CLOSED) break;
+    if (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
       ws_u32_fetch_add(&p->ext.epoch, 1, ws_seq_cst);
       ws_futex_wake(&p->ext.epoch, INT_MAX);
       sched_yield();
     } else {
-      ws_futex_wait(&p->gate[l].count, v);
+      ws_futex_wait(&p->gate, v);
     }
   }
   ws_visitors_wait(p);
@@ -467,7 +452,8 @@ static void atfork_child(void) {
   }
   /* Late callers counted in a free struct's gate were threads of the
    * parent: none is here to leave. */
-  for (struct pool *p = free_pools; p; p = p->next_free) close_gates(p);
+  for (struct pool *p = free_pools; p; p = p->next_free)
+    ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
   ws_futex_atfork(2);
   ws_trace_atfork(2);
   ws_placement_atfork(2);
@@ -528,9 +514,8 @@ static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t 
     return rc;
   }
   ws_visit_begin(p);
-  /* Acquire: pairs with pool_create's release that opened the gate. Lane
-   * 0's word: destroy closes it first. */
-  int rc = ws_u32_load(&p->gate[0].count, ws_acquire) & WS_GATE_CLOSED ? ESHUTDOWN : 0;
+  /* Acquire: pairs with pool_create's release that opened the gate. */
+  int rc = ws_u32_load(&p->gate, ws_acquire) & WS_GATE_CLOSED ? ESHUTDOWN : 0;
   if (rc == 0) rc = ws_submit_outside(p, fn, args, n);
   ws_visit_end();
   return rc;

@@ -86,22 +86,17 @@ typedef struct ws_worker {
  * pool_destroy() began. */
 #define WS_GATE_CLOSED 0x80000000u
 
-/* Outside threads are spread over WS_LANES lanes, a thread always in the
- * same one (ws_lane): each lane has its own gate word and its own locked
- * global queue, so outside producers on different lanes share no line
- * (docs/design.md 3.1). */
+/* Outside threads are spread over WS_LANES lanes of the global queue, a
+ * thread always in the same one (ws_lane), so outside producers on
+ * different lanes share no line (docs/design.md 3.1). */
 enum { WS_LANES = 4 };
-
-typedef struct ws_gate {
-  WS_ALIGNED ws_u32 count; /* outside callers of this lane | WS_GATE_CLOSED */
-} ws_gate;
 
 struct pool {
   /* First, and never freed: destroy keeps the struct on a free list that
-   * pool_create() reuses, so a call that reaches a gate after destroy
+   * pool_create() reuses, so a call that reaches the gate after destroy
    * finished still meets a live word (and CLOSED). Not cleared on reuse
    * (pool_create only removes CLOSED). */
-  ws_gate gate[WS_LANES];
+  WS_ALIGNED ws_u32 gate;
   unsigned fork_gen;            /* ws_fork_gen when created; kept on reuse */
   struct pool *next_free;       /* the free list of destroyed pools */
   ws_gqueue gq[WS_LANES];       /* the global queue, a part per lane */

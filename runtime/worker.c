@@ -270,9 +270,10 @@ static void help_wait(ws_worker *w, const wait_cond *c, ws_worker *hint) {
       break;
     }
     t = help_find(w, hint);
-    if (t) {
+    if (t || (ws_may_help(w) && ws_global_maybe_nonempty(w->pool))) {
+      /* Work, or a lane whose lock was held (ws_gqueue_pop_batch). */
       ws_wait_cancel(s);
-      ws_run(w, t);
+      if (t) ws_run(w, t);
       idle = 0;
       continue;
     }
@@ -351,6 +352,12 @@ void ws_worker_loop(ws_worker *w) {
       ws_sleep_cancel(&p->sleep);
       ws_sleep_chain(&p->sleep);
       ws_run(w, t);
+      continue;
+    }
+    if (ws_global_maybe_nonempty(p)) {
+      /* A lane holds entries, but its lock was held when we looked (takers
+       * do not wait for it, gqueue.h): look again rather than sleep. */
+      ws_sleep_cancel(&p->sleep);
       continue;
     }
     if (ws_u32_load(&p->stop, ws_seq_cst)) {

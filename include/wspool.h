@@ -283,9 +283,9 @@ POOL_API int pool_submit(pool_t *pool, pool_fn fn, void *arg);
  * \brief Run `fn(args[i])` once for each `i < n` on the pool, fire-and-forget:
  * pool_submit() for a batch, all or nothing.
  *
- * From outside the pool the batch costs one acquisition of the global
- * queue's lock; from a worker of that pool the n tasks go on the worker's
- * own deque, and thieves spread them. Either every task is accepted (and
+ * From outside the pool the batch costs one acquisition of the lock of
+ * the calling thread's lane of the global queue; from a worker of that pool
+ * the n tasks go on the worker's own deque, and thieves spread them. Either every task is accepted (and
  * runs exactly once) or none is. \p args NULL runs `fn(NULL)` n times.
  * \code
  * void *items[64];

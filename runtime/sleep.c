@@ -189,6 +189,11 @@ void ws_sleep_wake_one(ws_sleep *s) {
    * seq_cst fence) sees the work (docs/design.md 5.4). Only a producer
    * that saw a sleeper pays it. */
   ws_fence(ws_seq_cst);
+  /* A wake is in flight: skip. A load first, so that while a sleeper's
+   * registration lasts (a preempted one: milliseconds) producers share the
+   * line instead of taking it in turn with a failing CAS. It reads `waking`
+   * after the fence as the CAS would, so the argument above holds for it. */
+  if (ws_u32_load(&s->waking, ws_relaxed) != 0) return;
   uint32_t idle = 0;
   if (!ws_u32_cas(&s->waking, &idle, 1, ws_seq_cst)) return; /* a wake is in flight */
   /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The pool's global queue: where work submitted from outside the pool goes
- * (Duffy's "global queue protected by a global lock", seed 004). FIFO, a
- * growable ring under one mutex. Workers look here after their own deque and
- * before stealing. `size_hint` (1 when non-empty, else 0) lets a worker skip the lock when the queue is
- * empty; it is written under the lock and read without it. */
+/* One lane of the pool's global queue: where work submitted from outside
+ * the pool goes (Duffy's "global queue protected by a global lock", seed
+ * 004; the pool has WS_LANES of them, docs/design.md 3.1). FIFO, a growable
+ * ring under one mutex. Workers look here after their own deque and before
+ * stealing. `size_hint` (1 when non-empty, else 0) lets a worker skip the
+ * lock when the queue is empty; it is written under the lock and read
+ * without it. */
 #ifndef WS_GQUEUE_H
 #define WS_GQUEUE_H
 
@@ -17,8 +19,8 @@
 /* An entry: a plain fn(arg) submitted from outside, stored by value so an
  * outside submit allocates nothing; or, with fn NULL, a runtime task in
  * `arg`. 16 bytes: every line of the ring moves from the producer's core to
- * a taker's and back, so four entries a line move a third fewer lines than
- * three (docs/design.md 3). */
+ * a taker's and back, and a line of four entries instead of two and two
+ * thirds moves a third fewer lines per task. */
 typedef struct ws_gitem {
   pool_fn fn;
   void *arg;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Small fixed-size task nodes (submitted-from-a-worker tasks, group
- * children) from per-worker free lists, as mimalloc does with pages: each
+/* Small fixed-size task nodes (task group children) from per-worker free
+ * lists, as mimalloc does with pages: each
  * worker has a private free list and a lock-free "remote" stack that other
  * threads push freed nodes onto. The owner takes the whole remote stack with
  * one exchange when its private list runs dry, so a node always goes home

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The submit wrapper (scheduler.h; docs/design.md 9): pool_submit
- * tasks as schedulable nodes, their completion accounting, and the pushes
- * of submissions onto a worker's deque or the global queue. */
+/* The submit wrapper (scheduler.h; docs/design.md 9): pool_submit tasks
+ * in submit batches on a worker's deque, their completion accounting, the
+ * calling thread's lane and the pushes of outside submissions onto the
+ * global queue. */
 #include <errno.h>
 #include <stdlib.h>
 

@@ -341,7 +341,7 @@ int pool_destroy(pool_t *pool) {
   do {
     if (v & WS_GATE_CLOSED) return ESHUTDOWN;
   } while (!ws_u32_cas(&p->gate, &v, v | WS_GATE_CLOSED, ws_acq_rel));
-  /* The visitors' side of the gate (visitors.h): after the closes, before
+  /* The visitors' side of the gate (visitors.h): after the close, before
    * anything is freed. A failed heavy fence (sleep.c) leaves visitors that
    * fenced only with the compiler unordered: their stores reach memory
    * within microseconds, so a grace period a thousand times longer stands

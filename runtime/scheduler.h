@@ -228,6 +228,10 @@ int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg);
 /* pool_submit_n from a worker of the pool (w, the caller's): n tasks onto
  * its own deque, all or none. 0 or ENOMEM. */
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n);
+/* Runs a submitted fn(arg) on worker w where no deque task carries it (a
+ * batch or a deque that could not get memory): counts it finished, run,
+ * and taken in `taken` (one of w's stats.*_pops). */
+void ws_submit_run_here(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken);
 /* Lets go of w's open batch (the worker is being freed). */
 void ws_submit_drop_open(ws_worker *w);
 /* pool_submit_n from outside (the caller holds the pool's gate): stored by

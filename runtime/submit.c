@@ -49,10 +49,18 @@ static void uncount_submitted(ws_worker *w, int64_t n) {
   w->announce_idle = true;
 }
 
+void ws_submit_run_here(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
+  fn(arg);
+  ws_submit_finished(w);
+  ws_counter_add(taken, 1);
+  ws_counter_add(&w->stats.tasks, 1);
+}
+
 /* Submit batches (docs/design.md 9.1). pool_submit from a worker appends
  * (fn, arg) to the worker's open batch, one task on its deque that holds up
- * to BATCH_CAP entries; a node and a push per task cost more than the task
- * when tasks are tiny, and a thief's steal then moves up to BATCH_CAP of them.
+ * to WS_BATCH_CAP entries; a node and a push per task cost more than the
+ * task when tasks are tiny, and a thief's steal then moves up to
+ * WS_BATCH_CAP of them.
  *
  * `state` is the number of entries the maker has published, or
  * BATCH_CLOSED once a runner took the batch. The maker writes entry i, then
@@ -72,7 +80,6 @@ static void uncount_submitted(ws_worker *w, int64_t n) {
  * and the runner's (until its last entry is taken); whoever drops the last
  * frees it. The maker never reads `next` or `end`; the runner's fields pass
  * from one runner to the next through the deque's release and acquire. */
-enum { BATCH_CAP = WS_BATCH_CAP };
 #define BATCH_CLOSED 0x80000000u
 
 typedef struct submit_batch {
@@ -83,7 +90,7 @@ typedef struct submit_batch {
   struct {
     pool_fn fn;
     void *arg;
-  } e[BATCH_CAP];
+  } e[WS_BATCH_CAP];
 } submit_batch;
 
 static void batch_release(submit_batch *b) {
@@ -97,7 +104,7 @@ static void batch_exec(ws_task *t, ws_worker *w) {
     /* Acquire: pairs with the maker's release CAS; entries [0, end) are
      * written. Nothing runs before the close, so next == 0 until then. */
     b->end = ws_u32_xchg(&b->state, BATCH_CLOSED, ws_acquire);
-    WS_ASSERT(b->end >= 1 && b->end <= BATCH_CAP);
+    WS_ASSERT(b->end >= 1 && b->end <= WS_BATCH_CAP);
   }
   uint32_t i = b->next++;
   pool_fn fn = b->e[i].fn;
@@ -114,11 +121,8 @@ static void batch_exec(ws_task *t, ws_worker *w) {
   if (rest_here) {
     while (b->next < b->end) {
       i = b->next++;
-      b->e[i].fn(b->e[i].arg);
-      ws_submit_finished(w);
       /* Taken from the batch in hand: as if popped from the deque. */
-      ws_counter_add(&w->stats.local_pops, 1);
-      ws_counter_add(&w->stats.tasks, 1);
+      ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
     }
     batch_release(b);
   }
@@ -178,7 +182,7 @@ int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
     b->e[i].fn = fn;
     b->e[i].arg = arg;
     if (ws_u32_cas(&b->state, &i, i + 1, ws_release)) {
-      if (++w->open_n == BATCH_CAP) ws_submit_drop_open(w);
+      if (++w->open_n == WS_BATCH_CAP) ws_submit_drop_open(w);
       return 0;
     }
     /* Closed: its runner has what it holds; this entry starts a new one. */
@@ -196,19 +200,19 @@ int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
 }
 
 /* From a worker of the pool: n tasks onto its own deque in closed batches
- * of up to BATCH_CAP, all or none. The batches come first, then the deque
+ * of up to WS_BATCH_CAP, all or none. The batches come first, then the deque
  * makes room for all of them and for the private frames ws_push_n
  * publishes ahead of them, so the pushes themselves cannot fail. */
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   enum { CHUNK = 64 };
   if (n == 1) return ws_submit_one_inside(w, fn, args ? args[0] : NULL);
-  size_t nb = (n + BATCH_CAP - 1) / BATCH_CAP;
+  size_t nb = (n + WS_BATCH_CAP - 1) / WS_BATCH_CAP;
   ws_task *one[CHUNK];
   ws_task **bs = nb <= CHUNK ? one : malloc(nb * sizeof(*bs));
   if (!bs) return ENOMEM;
   size_t made = 0;
   for (; made < nb; made++) {
-    size_t lo = made * BATCH_CAP, k = n - lo < BATCH_CAP ? n - lo : BATCH_CAP;
+    size_t lo = made * WS_BATCH_CAP, k = n - lo < WS_BATCH_CAP ? n - lo : WS_BATCH_CAP;
     submit_batch *b = batch_of_fn(fn, args ? args + lo : NULL, (uint32_t)k, 1);
     if (!b) break;
     bs[made] = &b->hdr;

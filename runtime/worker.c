@@ -76,12 +76,7 @@ static size_t take_global(ws_worker *w, ws_gitem *it) {
 /* Plain entries taken off the global queue, run on the spot: there was no
  * memory for their batch, and they are ours now. */
 static void run_here(ws_worker *w, const ws_gitem *it, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    it[i].fn(it[i].arg);
-    ws_submit_finished(w);
-    ws_counter_add(&w->stats.tasks, 1);
-    ws_counter_add(&w->stats.global_pops, 1);
-  }
+  for (size_t i = 0; i < n; i++) ws_submit_run_here(w, it[i].fn, it[i].arg, &w->stats.global_pops);
 }
 
 /* One lock acquisition takes a share of a lane of the global queue (count

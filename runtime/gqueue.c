@@ -65,12 +65,12 @@ static int reserve(ws_gqueue *q, size_t more) {
 /* Under the lock: the hint for lock-free "is anything there" checks
  * (relaxed: see ws_gqueue_maybe_nonempty). Every worker reads its line in
  * every search, so it is written only when its answer changes: after every
- * locked operation, hint > 0 exactly when count > 0. A push onto a
- * non-empty queue leaves it alone (it is already > 0), so a flood from one
- * producer does not pull the line away from the readers once per task. */
+ * locked operation it is 0 when count is 0, 1 below WS_GQ_FULL, else 2. A
+ * push that keeps the level leaves it alone, so a flood from one producer
+ * pulls the line away from the readers twice per take, not once per task. */
 static void publish_count(ws_gqueue *q) {
-  int64_t now = q->count > 0;
-  if ((ws_i64_load(&q->size_hint, ws_relaxed) > 0) != now) ws_i64_store(&q->size_hint, now, ws_relaxed);
+  int64_t now = q->count == 0 ? 0 : q->count < WS_GQ_FULL ? 1 : 2;
+  if (ws_i64_load(&q->size_hint, ws_relaxed) != now) ws_i64_store(&q->size_hint, now, ws_relaxed);
 }
 
 int ws_gqueue_push_task(ws_gqueue *q, ws_task *task) {

@@ -3,9 +3,10 @@
  * the pool goes (Duffy's "global queue protected by a global lock", seed
  * 004; the pool has WS_LANES of them, docs/design.md 3.1). FIFO, a growable
  * ring under one mutex. Workers look here after their own deque and before
- * stealing. `size_hint` (1 when non-empty, else 0) lets a worker skip the
- * lock when the queue is empty; it is written under the lock and read
- * without it. */
+ * stealing. `size_hint` (0 when empty, 1 when it holds fewer than
+ * WS_GQ_FULL entries, 2 when at least) lets a worker skip the lock when the
+ * queue is empty, and wait for a fuller one (worker.c); it is written under
+ * the lock and read without it. */
 #ifndef WS_GQUEUE_H
 #define WS_GQUEUE_H
 
@@ -68,6 +69,15 @@ static inline bool ws_gqueue_maybe_nonempty(ws_gqueue *q) {
    * notify after its push against the sleeper's registration and barrier
    * before its last look: docs/design.md 5.2, 5.3). */
   return ws_i64_load(&q->size_hint, ws_relaxed) > 0;
+}
+
+/* Entries from which a lane's hint says "full": worth a visit at once. */
+enum { WS_GQ_FULL = 128 };
+
+static inline bool ws_gqueue_maybe_full(ws_gqueue *q) {
+  /* Relaxed: a hint; a worker that waits for it takes a lane that stays
+   * short anyway a few yields later (worker.c). */
+  return ws_i64_load(&q->size_hint, ws_relaxed) >= 2;
 }
 
 #endif /* WS_GQUEUE_H */

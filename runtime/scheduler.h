@@ -164,6 +164,9 @@ static inline void ws_run(ws_worker *w, ws_task *t) {
 /* One look for work: own deque, global queue, then one round of steals,
  * `hint` first when given. NULL when nothing was found. */
 ws_task *ws_find_work(ws_worker *w, ws_worker *hint);
+/* A task worker w took from `from`'s deque (its own: a pop) that ran
+ * nothing: its take is uncounted (worker.c). */
+void ws_uncount_take(ws_worker *w, const ws_worker *from);
 
 /* True while the worker may run other tasks on its stack while waiting.
  * Addresses compared as integers: C defines pointer subtraction only

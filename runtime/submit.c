@@ -4,7 +4,9 @@
  * calling thread's lane and the pushes of outside submissions onto the
  * global queue. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "split.h"
 
@@ -70,23 +72,36 @@ void ws_submit_run_here(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
  * it with an exchange (acquire) that returns how many entries it holds, so
  * exactly one runner gets each published entry.
  *
- * The runner runs one entry per exec: it takes entry `next`, pushes the
- * batch back on its own deque while entries remain, and then runs the
- * entry. The rest stays stealable while an entry runs (a task that blocks
- * for a second holds up nothing else), a thief takes all that is left with
- * one steal, and an entry costs the runner a push and a pop of its own deque.
+ * The runner runs entry 0 and then claims the others one at a time with a
+ * fetch_add on `next`, while the batch's second header, its steal handle,
+ * sits on the runner's deque. Whoever takes the handle (a thief, or the
+ * runner's own pop further down its stack) claims everything left with one
+ * exchange of `next` for CLAIM_ALL and runs it as a batch of its own. Every
+ * claim is an RMW on the one word, so exactly one side gets each entry;
+ * and an entry costs the runner that one uncontended RMW, not a push and a
+ * fenced pop of its deque. A runner never holds an entry it has not
+ * started, so the rest stays stealable while an entry runs (a task that
+ * blocks for a second holds up nothing else).
  *
- * Lifetime: two references, the maker's (while the batch is its open one)
- * and the runner's (until its last entry is taken); whoever drops the last
- * frees it. The maker never reads `next` or `end`; the runner's fields pass
- * from one runner to the next through the deque's release and acquire. */
+ * Lifetime: up to three references: the maker's (while the batch is its
+ * open one), the runner's (until its last claim) and the handle's (while
+ * it is on a deque); whoever drops the last frees it. The maker never reads
+ * `next`, `end` or `runner`; they pass from the runner to the handle's
+ * taker through the deque's release and acquire. */
 #define BATCH_CLOSED 0x80000000u
+/* Above any entry index: what `next` holds once a handle's taker claimed
+ * the rest. A runner's fetch_add after that returns at least CLAIM_ALL and
+ * stops it; each runner adds at most once more, so no overflow. */
+#define CLAIM_ALL 0x40000000u
 
 typedef struct submit_batch {
-  ws_task hdr;
-  ws_u32 state; /* entries published, or BATCH_CLOSED */
+  ws_task hdr;    /* taken once: closes the batch and runs it */
+  ws_task handle; /* on the runner's deque while it runs: takes the rest */
+  ws_u32 state;   /* entries published, or BATCH_CLOSED */
   ws_u32 refs;
-  uint32_t next, end; /* the runner's: next entry to run, entries in all */
+  ws_u32 next;       /* the next entry to claim, or CLAIM_ALL */
+  uint32_t end;      /* the runner's: entries in all, from the close */
+  ws_worker *runner; /* whose deque the handle is on */
   struct {
     pool_fn fn;
     void *arg;
@@ -94,38 +109,91 @@ typedef struct submit_batch {
 } submit_batch;
 
 static void batch_release(submit_batch *b) {
-  /* acq_rel: the last one out sees the other's accesses before it frees. */
+  /* acq_rel: the last one out sees the others' accesses before it frees. */
   if (ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_acq_rel) == 1) free(b);
 }
 
-static void batch_exec(ws_task *t, ws_worker *w) {
-  submit_batch *b = (submit_batch *)t;
-  if (b->next == 0) {
-    /* Acquire: pairs with the maker's release CAS; entries [0, end) are
-     * written. Nothing runs before the close, so next == 0 until then. */
-    b->end = ws_u32_xchg(&b->state, BATCH_CLOSED, ws_acquire);
-    WS_ASSERT(b->end >= 1 && b->end <= WS_BATCH_CAP);
-  }
-  uint32_t i = b->next++;
+static submit_batch *batch_new(uint32_t n, uint32_t refs);
+
+static inline void run_entry(ws_worker *w, const submit_batch *b, uint32_t i) {
   pool_fn fn = b->e[i].fn;
   void *arg = b->e[i].arg;
-  bool rest_here = false;
-  if (b->next == b->end)
-    batch_release(b);
-  else if (ws_push(w, t) != 0)
-    rest_here = true; /* the deque cannot grow: run the rest here, in order */
   uint64_t t0 = ws_trace_t0(w);
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
   ws_submit_finished(w);
-  if (rest_here) {
-    while (b->next < b->end) {
-      i = b->next++;
-      /* Taken from the batch in hand: as if popped from the deque. */
-      ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+}
+
+/* Runs the closed batch b, whose entries [0, end) are all ours, on worker w
+ * (one task already counted taken and run: entry 0); consumes a reference. */
+static void batch_run(submit_batch *b, ws_worker *w) {
+  const uint32_t end = b->end;
+  if (end >= 2) {
+    /* Relaxed: the push of the handle is a release, and no one else can
+     * reach `next` before it. */
+    ws_u32_store(&b->next, 1, ws_relaxed);
+    b->runner = w;
+    ws_u32_fetch_add(&b->refs, 1, ws_relaxed); /* the handle's; we hold one */
+    if (ws_push(w, &b->handle) != 0) {
+      /* The deque cannot grow: run them all here, in order. */
+      ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_relaxed);
+      run_entry(w, b, 0);
+      for (uint32_t i = 1; i < end; i++)
+        ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+      batch_release(b);
+      return;
     }
-    batch_release(b);
   }
+  run_entry(w, b, 0);
+  if (end >= 2) {
+    /* Relaxed: only the order of the RMWs on `next` matters (their single
+     * modification order gives each entry to one claimant); the entries
+     * were written before the close we or our handle's taker acquired. */
+    for (uint32_t i; (i = ws_u32_fetch_add(&b->next, 1, ws_relaxed)) < end;) {
+      /* Taken from the batch in hand: as if popped from the deque. */
+      ws_counter_add(&w->stats.local_pops, 1);
+      pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
+      run_entry(w, b, i);
+    }
+  }
+  batch_release(b);
+}
+
+static void batch_exec(ws_task *t, ws_worker *w) {
+  submit_batch *b = (submit_batch *)t;
+  /* Acquire: pairs with the maker's release CAS; entries [0, end) are
+   * written. */
+  b->end = ws_u32_xchg(&b->state, BATCH_CLOSED, ws_acquire);
+  WS_ASSERT(b->end >= 1 && b->end <= WS_BATCH_CAP);
+  batch_run(b, w);
+}
+
+static void handle_exec(ws_task *t, ws_worker *w) {
+  submit_batch *b = (submit_batch *)(void *)((char *)t - offsetof(submit_batch, handle));
+  const uint32_t end = b->end;
+  /* Relaxed: see batch_run. */
+  uint32_t i = ws_u32_xchg(&b->next, CLAIM_ALL, ws_relaxed);
+  if (i >= end) {
+    /* Its runner claimed the last entry first: nothing ran here. */
+    ws_uncount_take(w, b->runner);
+    pool__tls.tasks--; /* ws_run() counts this exec as a task run */
+    batch_release(b);
+    return;
+  }
+  /* Entries [i, end) are ours: a batch of our own, which leaves them
+   * stealable while we run them. */
+  submit_batch *nb = batch_new(end - i, 1);
+  if (!nb) {
+    run_entry(w, b, i);
+    while (++i < end) ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+    batch_release(b);
+    return;
+  }
+  memcpy(nb->e, b->e + i, (end - i) * sizeof(b->e[0]));
+  batch_release(b);
+  ws_u32_store(&nb->state, BATCH_CLOSED, ws_relaxed);
+  nb->end = end - i;
+  batch_run(nb, w);
 }
 
 /* A batch of n entries, for the caller to fill in before anyone can
@@ -134,10 +202,13 @@ static submit_batch *batch_new(uint32_t n, uint32_t refs) {
   submit_batch *b = malloc(sizeof(*b));
   if (!b) return NULL;
   b->hdr.exec = batch_exec;
+  b->handle.exec = handle_exec;
   /* Relaxed: the push that makes it reachable is a release. */
   ws_u32_store(&b->state, n, ws_relaxed);
   ws_u32_store(&b->refs, refs, ws_relaxed);
-  b->next = b->end = 0;
+  ws_u32_store(&b->next, 0, ws_relaxed);
+  b->end = 0;
+  b->runner = NULL;
   return b;
 }
 

@@ -53,18 +53,28 @@ static inline uint32_t next_rand(ws_worker *w) {
  * producers' too, and each visit pulls its line and the ring's away from
  * them; a queue that workers drain as fast as it fills holds a few entries
  * at a time, and taking only a share of those made a visit per 4-10
- * entries (docs/design.md 3). */
-enum { GQ_BATCH = 128, GQ_MIN_TAKE = 64 };
+ * entries (docs/design.md 3).
+ * For the same reason a worker that is not idle yet takes only from lanes
+ * whose hint says full (GQ_BATCH entries or more), and one that found
+ * nothing else takes from a shorter lane only after PARTIAL_AFTER idle
+ * rounds (a yield each, about a microsecond here): a producer that keeps a
+ * lane short then hands over GQ_BATCH entries a visit rather than a few
+ * dozen, and a lone task waits those few yields at most. */
+enum { GQ_BATCH = WS_GQ_FULL, GQ_MIN_TAKE = 64, PARTIAL_AFTER = 4 };
 
 /* Takes from the first lane of the global queue that holds work, starting
  * one past the lane it last took from, so that every lane is served under
- * a flood in all of them. */
-static size_t take_global(ws_worker *w, ws_gitem *it) {
+ * a flood in all of them; when `full`, the others than that first one only
+ * if full. */
+static size_t take_global(ws_worker *w, ws_gitem *it, bool full) {
   struct pool *p = w->pool;
   for (unsigned k = 0; k < WS_LANES; k++) {
     unsigned l = (w->lane_next + k) % WS_LANES;
-    if (!ws_gqueue_maybe_nonempty(&p->gq[l])) continue;
-    size_t n = ws_gqueue_pop_batch(&p->gq[l], it, GQ_BATCH, GQ_MIN_TAKE, p->nthreads);
+    ws_gqueue *q = &p->gq[l];
+    /* The lane whose turn it is needs only to be non-empty: a flood in
+     * one lane does not keep a short one waiting behind it. */
+    if (!(full && k ? ws_gqueue_maybe_full(q) : ws_gqueue_maybe_nonempty(q))) continue;
+    size_t n = ws_gqueue_pop_batch(q, it, GQ_BATCH, GQ_MIN_TAKE, p->nthreads);
     if (n) {
       w->lane_next = (l + 1) % WS_LANES;
       return n;
@@ -83,9 +93,9 @@ static void run_here(ws_worker *w, const ws_gitem *it, size_t n) {
  * / workers + 1, Go's rule, but at least GQ_MIN_TAKE): the oldest entries
  * start running now, the others go on this worker's deque, where thieves
  * spread them further. */
-static ws_task *from_global(ws_worker *w) {
+static ws_task *from_global(ws_worker *w, bool full) {
   ws_gitem it[GQ_BATCH];
-  size_t n = take_global(w, it);
+  size_t n = take_global(w, it, full);
   if (!n) return NULL;
   ws_counter_add(&w->stats.global_taken, n);
   /* Outside submissions are stored by value: each run of them becomes
@@ -124,6 +134,12 @@ static ws_task *from_global(ws_worker *w) {
   return first;
 }
 
+static inline bool across_nodes(const ws_worker *a, const ws_worker *b) {
+  return a->numa != b->numa && a->numa >= 0 && b->numa >= 0;
+}
+
+/* Steals from victim v; NULL when it found nothing. Counted a steal (and a
+ * remote one across NUMA nodes), or a steal failure. */
 static ws_task *steal_from(ws_worker *w, ws_worker *v) {
   for (;;) {
     int lost;
@@ -133,8 +149,7 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
       if (ws_deque_empty_after_steal(&v->dq)) ws_ask_publish(v);
       ws_counter_add(&w->stats.steals, 1);
       if (w->trace) ws_trace_record(w->trace, WS_EV_STEAL, NULL, ws_trace_now(), v->id);
-      if (v->numa != w->numa && v->numa >= 0 && w->numa >= 0)
-        ws_counter_add(&w->stats.steals_remote, 1);
+      if (across_nodes(w, v)) ws_counter_add(&w->stats.steals_remote, 1);
       return t;
     }
     ws_counter_add(&w->stats.steal_failures, 1);
@@ -149,6 +164,20 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
       return NULL;
     }
   }
+}
+
+/* A task taken from `from`'s deque (w's own: a pop) ran no task after all:
+ * a submit batch's steal handle whose runner claimed the last entry first
+ * (submit.c). The take is undone, the steal counted as a failed one, so
+ * that the statistics count each submitted task once. */
+void ws_uncount_take(ws_worker *w, const ws_worker *from) {
+  if (from == w) {
+    ws_counter_add(&w->stats.local_pops, (uint64_t)-1);
+    return;
+  }
+  ws_counter_add(&w->stats.steals, (uint64_t)-1);
+  if (across_nodes(w, from)) ws_counter_add(&w->stats.steals_remote, (uint64_t)-1);
+  ws_counter_add(&w->stats.steal_failures, 1);
 }
 
 static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
@@ -189,16 +218,20 @@ static ws_task *nothing_found(ws_worker *w) {
   return NULL;
 }
 
-ws_task *ws_find_work(ws_worker *w, ws_worker *hint) {
+/* One look: own deque, the global queue (only full lanes when `full`),
+ * one round of steals. */
+static ws_task *find_work(ws_worker *w, ws_worker *hint, bool full) {
   ws_task *t = ws_pop_own(w);
   if (t) {
     ws_counter_add(&w->stats.local_pops, 1);
     return t;
   }
-  if (ws_global_maybe_nonempty(w->pool) && (t = from_global(w)) != NULL) return t;
+  if (ws_global_maybe_nonempty(w->pool) && (t = from_global(w, full)) != NULL) return t;
   t = steal_round(w, hint);
   return t ? t : nothing_found(w);
 }
+
+ws_task *ws_find_work(ws_worker *w, ws_worker *hint) { return find_work(w, hint, false); }
 
 /* Work a waiting worker may take: its own deque always (those are the
  * waiter's own children, what a sequential program would run right here);
@@ -322,11 +355,12 @@ static bool submits_idle(void *ctx) { return ws_submits_idle(ctx); }
 
 void ws_block_until_idle(struct pool *p) { block_until(p, submits_idle, p); }
 
-/* Idle: failed rounds with a yield between them, then the sleep protocol. */
+/* Idle: failed rounds with a yield between them, then the sleep protocol.
+ * The first PARTIAL_AFTER rounds leave short lanes to fill up. */
 static ws_task *idle_search(ws_worker *w) {
   for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
     sched_yield();
-    ws_task *t = ws_find_work(w, NULL);
+    ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
     if (t) return t;
   }
   return NULL;
@@ -336,7 +370,7 @@ void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
 
   for (;;) {
-    ws_task *t = ws_find_work(w, NULL);
+    ws_task *t = find_work(w, NULL, true);
     if (!t) t = idle_search(w);
     if (t) {
       ws_run(w, t);

@@ -531,7 +531,9 @@ typedef struct pool_worker_stats {
                                 A frame pool_take() hands back (POOL_TAKEN)
                                 is not counted: its function never runs, the
                                 caller does the work as a plain call */
-  uint64_t local_pops;     /**< tasks taken from the worker's own deque */
+  uint64_t local_pops;     /**< tasks taken from the worker's own deque
+                                (pool_submit tasks that wait in one batch
+                                count here as the worker runs them) */
   uint64_t global_pops;    /**< tasks run straight from the pool's global
                                 queue: the first of each batch the worker
                                 takes (the rest go on its deque and count as

@@ -241,6 +241,15 @@ static inline void ws_counter_add(ws_u64 *c, uint64_t n) {
   ws_u64_store(c, ws_u64_load(c, ws_relaxed) + n, ws_relaxed);
 }
 
+/* In a spin loop: lets the other hardware thread of the core run. */
+static inline void ws_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 /* Keep words other threads write on lines of their own: 128 bytes, not 64,
  * because the adjacent-line prefetchers of x86-64 (and the 128-byte lines
  * of some arm64 parts) pull pairs of lines, so two words 64 bytes apart

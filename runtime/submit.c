@@ -4,9 +4,11 @@
  * calling thread's lane and the pushes of outside submissions onto the
  * global queue. */
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "split.h"
 
@@ -72,35 +74,48 @@ void ws_submit_run_here(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
  * it with an exchange (acquire) that returns how many entries it holds, so
  * exactly one runner gets each published entry.
  *
- * The runner runs entry 0 and then claims the others one at a time with a
- * fetch_add on `next`, while the batch's second header, its steal handle,
- * sits on the runner's deque. Whoever takes the handle (a thief, or the
- * runner's own pop further down its stack) claims everything left with one
- * exchange of `next` for CLAIM_ALL and runs it as a batch of its own. Every
- * claim is an RMW on the one word, so exactly one side gets each entry;
- * and an entry costs the runner that one uncontended RMW, not a push and a
- * fenced pop of its deque. A runner never holds an entry it has not
- * started, so the rest stays stealable while an entry runs (a task that
- * blocks for a second holds up nothing else).
+ * The runner runs entry 0 and then claims the others one at a time, while
+ * the batch's second header, its steal handle, sits on the runner's deque.
+ * Whoever takes the handle (a thief, or the runner's own pop deeper in its
+ * stack) takes everything the runner has not claimed, as a batch of its
+ * own. A runner never holds an entry it has not started, so the rest stays
+ * stealable while an entry runs (a task that blocks for a second holds up
+ * nothing else).
+ *
+ * A claim is Cilk's THE protocol (Frigo, Leiserson, Randall, PLDI 1998)
+ * with the sleep protocol's asymmetric barrier (sleep.h) in place of the
+ * runner's fence. The runner claims entry i with
+ *     next = i + 1; producer fence; if (i >= limit) resolve with the taker
+ * and the handle's taker with
+ *     n0 = next; limit = n0; heavy fence; n1 = next; final = n1 + 1
+ * taking [n1, end). The fences make the two store->load pairs a Dekker
+ * pair: either the taker's second read sees the runner's claim of i (then
+ * i < n1 and i stays the runner's), or the runner's read of limit sees the
+ * taker's store and the runner waits for `final`, which gives it exactly
+ * the entries below n1. When membarrier works the runner's fence is a
+ * compiler fence and a claim costs a store and a load on a line nobody
+ * else writes; the heavy fence (a membarrier(2)) is paid once per handle a
+ * thief takes while entries remain. On the runner's own thread the taker
+ * needs no fence: nothing runs between its reads. Without membarrier both
+ * fences are seq_cst fences; when membarrier fails after start-up, the
+ * taker waits out a grace period as destroy does (pool.c).
  *
  * Lifetime: up to three references: the maker's (while the batch is its
  * open one), the runner's (until its last claim) and the handle's (while
  * it is on a deque); whoever drops the last frees it. The maker never reads
- * `next`, `end` or `runner`; they pass from the runner to the handle's
- * taker through the deque's release and acquire. */
+ * the claim words, `end` or `runner`; the runner sets them before the push
+ * of the handle (a release), which the handle's taker acquired. */
 #define BATCH_CLOSED 0x80000000u
-/* Above any entry index: what `next` holds once a handle's taker claimed
- * the rest. A runner's fetch_add after that returns at least CLAIM_ALL and
- * stops it; each runner adds at most once more, so no overflow. */
-#define CLAIM_ALL 0x40000000u
 
 typedef struct submit_batch {
   ws_task hdr;    /* taken once: closes the batch and runs it */
   ws_task handle; /* on the runner's deque while it runs: takes the rest */
   ws_u32 state;   /* entries published, or BATCH_CLOSED */
   ws_u32 refs;
-  ws_u32 next;       /* the next entry to claim, or CLAIM_ALL */
-  uint32_t end;      /* the runner's: entries in all, from the close */
+  ws_u32 next;       /* the runner's: 1 + the last entry it claimed */
+  ws_u32 limit;      /* the taker's: entries from here on may be its */
+  ws_u32 final;      /* the taker's: 1 + the first entry it took; 0 before */
+  uint32_t end;      /* entries in all, from the close */
   ws_worker *runner; /* whose deque the handle is on */
   struct {
     pool_fn fn;
@@ -124,14 +139,35 @@ static inline void run_entry(ws_worker *w, const submit_batch *b, uint32_t i) {
   ws_submit_finished(w);
 }
 
+/* The runner's claim of entry i >= 1, after the previous one ran. */
+static bool claim(submit_batch *b, uint32_t i) {
+  /* Relaxed store and load, ordered by the producer fence between them
+   * against the taker's heavy fence (above). */
+  ws_u32_store(&b->next, i + 1, ws_relaxed);
+  ws_sleep_producer_fence();
+  if (i < ws_u32_load(&b->limit, ws_relaxed)) return true;
+  /* The handle's taker is deciding: wait for it (a few microseconds: one
+   * membarrier). Acquire: nothing needed beyond its value, which is exact. */
+  uint32_t f;
+  for (unsigned spin = 0; (f = ws_u32_load(&b->final, ws_acquire)) == 0; spin++) {
+    if (spin < 64)
+      ws_cpu_relax();
+    else
+      sched_yield(); /* the taker was preempted in between */
+  }
+  return i < f - 1;
+}
+
 /* Runs the closed batch b, whose entries [0, end) are all ours, on worker w
  * (one task already counted taken and run: entry 0); consumes a reference. */
 static void batch_run(submit_batch *b, ws_worker *w) {
   const uint32_t end = b->end;
   if (end >= 2) {
     /* Relaxed: the push of the handle is a release, and no one else can
-     * reach `next` before it. */
+     * reach these before it. */
     ws_u32_store(&b->next, 1, ws_relaxed);
+    ws_u32_store(&b->limit, end, ws_relaxed);
+    ws_u32_store(&b->final, 0, ws_relaxed);
     b->runner = w;
     ws_u32_fetch_add(&b->refs, 1, ws_relaxed); /* the handle's; we hold one */
     if (ws_push(w, &b->handle) != 0) {
@@ -145,16 +181,11 @@ static void batch_run(submit_batch *b, ws_worker *w) {
     }
   }
   run_entry(w, b, 0);
-  if (end >= 2) {
-    /* Relaxed: only the order of the RMWs on `next` matters (their single
-     * modification order gives each entry to one claimant); the entries
-     * were written before the close we or our handle's taker acquired. */
-    for (uint32_t i; (i = ws_u32_fetch_add(&b->next, 1, ws_relaxed)) < end;) {
-      /* Taken from the batch in hand: as if popped from the deque. */
-      ws_counter_add(&w->stats.local_pops, 1);
-      pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
-      run_entry(w, b, i);
-    }
+  for (uint32_t i = 1; i < end && claim(b, i); i++) {
+    /* Taken from the batch in hand: as if popped from the deque. */
+    ws_counter_add(&w->stats.local_pops, 1);
+    pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
+    run_entry(w, b, i);
   }
   batch_release(b);
 }
@@ -168,11 +199,27 @@ static void batch_exec(ws_task *t, ws_worker *w) {
   batch_run(b, w);
 }
 
+/* The handle's taker: the entries from the runner's next claim on are
+ * ours. */
+static uint32_t take_rest(submit_batch *b, ws_worker *w) {
+  uint32_t i = ws_u32_load(&b->next, ws_relaxed);
+  if (i >= b->end) return i; /* all claimed: no fence needed */
+  ws_u32_store(&b->limit, i, ws_relaxed);
+  if (b->runner != w) {
+    /* Another thread's runner may be claiming: the heavy half of the
+     * pair, then its claims so far. */
+    if (!ws_heavy_fence()) usleep(10000);
+    i = ws_u32_load(&b->next, ws_relaxed);
+  }
+  /* Release: a plain value; the runner needs nothing else from us. */
+  ws_u32_store(&b->final, i + 1, ws_release);
+  return i;
+}
+
 static void handle_exec(ws_task *t, ws_worker *w) {
   submit_batch *b = (submit_batch *)(void *)((char *)t - offsetof(submit_batch, handle));
   const uint32_t end = b->end;
-  /* Relaxed: see batch_run. */
-  uint32_t i = ws_u32_xchg(&b->next, CLAIM_ALL, ws_relaxed);
+  uint32_t i = take_rest(b, w);
   if (i >= end) {
     /* Its runner claimed the last entry first: nothing ran here. */
     ws_uncount_take(w, b->runner);
@@ -207,6 +254,8 @@ static submit_batch *batch_new(uint32_t n, uint32_t refs) {
   ws_u32_store(&b->state, n, ws_relaxed);
   ws_u32_store(&b->refs, refs, ws_relaxed);
   ws_u32_store(&b->next, 0, ws_relaxed);
+  ws_u32_store(&b->limit, 0, ws_relaxed);
+  ws_u32_store(&b->final, 0, ws_relaxed);
   b->end = 0;
   b->runner = NULL;
   return b;

@@ -29,14 +29,6 @@ enum { SPIN_ROUNDS = 64 };
  * short, nothing beside a wait that is long. */
 enum { WAIT_RELAX_ROUNDS = 32, WAIT_SPIN_ROUNDS = 96 };
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
   x ^= x << 13;
@@ -64,19 +56,23 @@ enum { GQ_BATCH = WS_GQ_FULL, GQ_MIN_TAKE = 64, PARTIAL_AFTER = 4 };
 
 /* Takes from the first lane of the global queue that holds work, starting
  * one past the lane it last took from, so that every lane is served under
- * a flood in all of them; when `full`, the others than that first one only
- * if full. */
+ * a flood in all of them. When `full`, a short lane other than that first
+ * one is passed over for a full one, and is the first one next time: it
+ * waits one take at most, however long the flood in the others lasts. */
 static size_t take_global(ws_worker *w, ws_gitem *it, bool full) {
   struct pool *p = w->pool;
+  unsigned passed = WS_LANES; /* the first short lane passed over */
   for (unsigned k = 0; k < WS_LANES; k++) {
     unsigned l = (w->lane_next + k) % WS_LANES;
     ws_gqueue *q = &p->gq[l];
-    /* The lane whose turn it is needs only to be non-empty: a flood in
-     * one lane does not keep a short one waiting behind it. */
-    if (!(full && k ? ws_gqueue_maybe_full(q) : ws_gqueue_maybe_nonempty(q))) continue;
+    if (!ws_gqueue_maybe_nonempty(q)) continue;
+    if (full && k > 0 && !ws_gqueue_maybe_full(q)) {
+      if (passed == WS_LANES) passed = l;
+      continue;
+    }
     size_t n = ws_gqueue_pop_batch(q, it, GQ_BATCH, GQ_MIN_TAKE, p->nthreads);
     if (n) {
-      w->lane_next = (l + 1) % WS_LANES;
+      w->lane_next = passed < WS_LANES ? passed : (l + 1) % WS_LANES;
       return n;
     }
   }
@@ -278,7 +274,7 @@ static void help_wait(ws_worker *w, const wait_cond *c, ws_worker *hint) {
     }
     if (++idle < WAIT_SPIN_ROUNDS) {
       if (idle < WAIT_RELAX_ROUNDS)
-        cpu_relax();
+        ws_cpu_relax();
       else
         sched_yield();
       continue;

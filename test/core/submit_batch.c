@@ -35,6 +35,7 @@
  * lanes_fair, destroy_racing. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -380,10 +381,13 @@ static void blocked_entry(unsigned workers) {
 /* The global queue has a lane per outside thread (WS_LANES of them, given
  * out round-robin at a thread's first call), and a worker serves the lanes
  * in turn. One worker is held busy while thread A queues FLOOD tasks and
- * then thread B one marker; once released, the marker must run long before
- * A's flood is through (a single FIFO queue runs it last). Threads make
- * their first call one after another, so A and B get different lanes; the
- * four rounds put the pair on every pair of neighbouring lanes. */
+ * thread B one marker, B after A in even rounds and before it in odd ones;
+ * once released, the marker must run long before A's flood is through (a
+ * single FIFO queue runs it last when it comes last; a worker that prefers
+ * full lanes and passes a short one over for as long as another stays
+ * full runs it last either way). Threads make their first call one after
+ * another, so A and B get different lanes; the eight rounds put the pair
+ * on neighbouring lanes in every position and either order. */
 enum { FLOOD = 20000 };
 static atomic_uint flood_ran, marker_at, release_hold;
 static pool_t *lane_pool;
@@ -417,16 +421,23 @@ static void *marker_submitter(void *arg) {
 
 static void lanes_fair(void) {
   lane_pool = make_pool(1);
-  for (unsigned round = 0; round < 4; round++) {
+  for (unsigned round = 0; round < 8; round++) {
     atomic_store(&flood_ran, 0);
     atomic_store(&marker_at, 0);
     atomic_store(&release_hold, 0);
     CHECK_OK(pool_submit(lane_pool, hold_task, NULL));
     pthread_t a, b;
+    bool marker_first = round % 2;
+    if (marker_first) {
+      CHECK_OK(pthread_create(&b, NULL, marker_submitter, NULL));
+      CHECK_OK(pthread_join(b, NULL));
+    }
     CHECK_OK(pthread_create(&a, NULL, flooder, NULL));
     CHECK_OK(pthread_join(a, NULL));
-    CHECK_OK(pthread_create(&b, NULL, marker_submitter, NULL));
-    CHECK_OK(pthread_join(b, NULL));
+    if (!marker_first) {
+      CHECK_OK(pthread_create(&b, NULL, marker_submitter, NULL));
+      CHECK_OK(pthread_join(b, NULL));
+    }
     atomic_store(&release_hold, 1);
     CHECK_OK(pool_wait_idle(lane_pool));
     CHECK_EQ(atomic_load(&flood_ran), FLOOD);

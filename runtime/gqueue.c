@@ -109,20 +109,21 @@ int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n) {
   return rc;
 }
 
-size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t min, size_t share) {
+size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max) {
   /* A taker never waits for the lock: its holder is a producer, whose line
    * a spinning taker would keep pulling away in the middle of the push, or
    * another taker. The caller looks again before it sleeps (gqueue.h). */
   if (pthread_mutex_trylock(&q->lock) != 0) return 0;
-  size_t n = q->count / share + 1;
-  if (n < min) n = min;
-  if (n > q->count) n = q->count;
-  if (n > max) n = max;
+  size_t n = q->count < max ? q->count : max;
   for (size_t i = 0; i < n; i++) {
     out[i] = q->ring[q->head];
     if (++q->head == q->cap) q->head = 0;
   }
   q->count -= n;
+  /* Emptied: start again at the front. A ring that a flood once grew
+   * stays large, and a short queue walking all of it would find every
+   * line cold; restarting keeps such a queue in a few hot lines. */
+  if (q->count == 0) q->head = 0;
   publish_count(q);
   pthread_mutex_unlock(&q->lock);
   return n;

@@ -53,14 +53,12 @@ int ws_gqueue_push_task(ws_gqueue *q, ws_task *task);
 /* fn(args[i]) for i < n (fn(NULL) each when args is NULL), all or none:
  * 0, ENOMEM or ESHUTDOWN (when closed: these are always pool_submit's). */
 int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n);
-/* Takes the oldest entries, up to `max` and about a `share`-th of the
- * queue (count / share + 1: Go's rule for its global run queue, so that
- * `share` takers drain it evenly) but at least `min` of them (all, when
- * fewer), into out[]; returns how many, 0 when empty or when the lock is
- * held (it does not wait). Entries left behind by a held lock keep the
+/* Takes the oldest entries, `max` of them or all when fewer, into out[];
+ * returns how many, 0 when empty or when the lock is held (it does not
+ * wait). Entries left behind by a held lock keep the
  * hint up, so a worker about to sleep checks ws_gqueue_maybe_nonempty
  * after its last look (worker.c). */
-size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max, size_t min, size_t share);
+size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max);
 /* From now on pushes fail with ESHUTDOWN. */
 void ws_gqueue_close(ws_gqueue *q);
 

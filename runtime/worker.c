@@ -40,19 +40,17 @@ static inline uint32_t next_rand(ws_worker *w) {
 
 /* Most entries one visit to the global queue takes: it bounds the time the
  * lock is held and the stack buffer, and leaves work for the other workers
- * when a flood arrives (Go caps its global-queue grabs likewise). At least
- * GQ_MIN_TAKE are taken when there are that many: the lock is the
- * producers' too, and each visit pulls its line and the ring's away from
- * them; a queue that workers drain as fast as it fills holds a few entries
- * at a time, and taking only a share of those made a visit per 4-10
- * entries (docs/design.md 3).
+ * when a flood arrives (Go caps its global-queue grabs likewise). A visit
+ * takes that many when there are, all otherwise: the lock is the
+ * producers' too, and each visit pulls its line, the lane's count and the
+ * ring's last lines away from them (docs/design.md 3).
  * For the same reason a worker that is not idle yet takes only from lanes
  * whose hint says full (GQ_BATCH entries or more), and one that found
  * nothing else takes from a shorter lane only after PARTIAL_AFTER idle
  * rounds (a yield each, about a microsecond here): a producer that keeps a
  * lane short then hands over GQ_BATCH entries a visit rather than a few
  * dozen, and a lone task waits those few yields at most. */
-enum { GQ_BATCH = WS_GQ_FULL, GQ_MIN_TAKE = 64, PARTIAL_AFTER = 4 };
+enum { GQ_BATCH = WS_GQ_FULL, PARTIAL_AFTER = 4 };
 
 /* Takes from the first lane of the global queue that holds work, starting
  * one past the lane it last took from, so that every lane is served under
@@ -70,7 +68,7 @@ static size_t take_global(ws_worker *w, ws_gitem *it, bool full) {
       if (passed == WS_LANES) passed = l;
       continue;
     }
-    size_t n = ws_gqueue_pop_batch(q, it, GQ_BATCH, GQ_MIN_TAKE, p->nthreads);
+    size_t n = ws_gqueue_pop_batch(q, it, GQ_BATCH);
     if (n) {
       w->lane_next = passed < WS_LANES ? passed : (l + 1) % WS_LANES;
       return n;
@@ -85,10 +83,9 @@ static void run_here(ws_worker *w, const ws_gitem *it, size_t n) {
   for (size_t i = 0; i < n; i++) ws_submit_run_here(w, it[i].fn, it[i].arg, &w->stats.global_pops);
 }
 
-/* One lock acquisition takes a share of a lane of the global queue (count
- * / workers + 1, Go's rule, but at least GQ_MIN_TAKE): the oldest entries
- * start running now, the others go on this worker's deque, where thieves
- * spread them further. */
+/* One lock acquisition takes up to GQ_BATCH entries of a lane of the
+ * global queue: the oldest start running now, the others go on this
+ * worker's deque, where thieves spread them further. */
 static ws_task *from_global(ws_worker *w, bool full) {
   ws_gitem it[GQ_BATCH];
   size_t n = take_global(w, it, full);

@@ -29,10 +29,13 @@
  *    must still run (inside submissions share batches, runtime/submit.c);
  *  - lanes: a flood of 20000 tasks from one outside thread does not hold
  *    up a task another thread submits after it (runtime/worker.c serves
- *    the global queue's lanes in turn).
+ *    the global queue's lanes in turn), whether it comes after the flood
+ *    or before it;
+ *  - an entry that helps while it waits, and so takes its own batch's
+ *    steal handle while entries remain (one worker, deterministic).
  * Iterations scale with WSPOOL_STRESS. Cases: outside_producers,
  * inside_batches, edge_cases, blocking_submitter, blocked_entry,
- * lanes_fair, destroy_racing. */
+ * lanes_fair, own_handle, destroy_racing. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -447,6 +450,71 @@ static void lanes_fair(void) {
   CHECK_OK(pool_destroy(lane_pool));
 }
 
+/* ---- an entry that helps: its runner takes its own batch's rest ------- */
+
+/* One worker. A task spawns a group child C, then submits OWN_K tasks with
+ * pool_submit_n: the deque holds [C, batch]. The worker pops the batch and
+ * runs its entry 0, which waits for the group: helping, it pops the batch's
+ * steal handle (newer than C) while entries 1.. are unclaimed, so the
+ * runner takes its own batch's rest further down its stack, then runs C.
+ * Back in entry 0's runner, the next claim must find the rest gone. Every
+ * entry once, C once, and the statistics exact (the handle left on the
+ * nested batch runs nothing and is counted back). */
+enum { OWN_K = 10 };
+static pool_group_t own_group;
+static atomic_uint own_c_ran;
+
+static void own_child(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&own_c_ran, 1);
+}
+
+static void own_entry(void *arg) {
+  if ((uintptr_t)arg == 0) {
+    CHECK_EQ(atomic_load(&own_c_ran), 0);
+    CHECK_OK(pool_group_wait(&own_group));
+    CHECK_EQ(atomic_load(&own_c_ran), 1);
+    /* The rest ran while entry 0 waited, on this worker. */
+    for (size_t i = 1; i < OWN_K; i++) CHECK_EQ(atomic_load(&flags[i]), 1);
+  }
+  mark(arg);
+}
+
+static void own_parent(void *arg) {
+  pool_t *p = arg;
+  void *args[OWN_K];
+  for (size_t i = 0; i < OWN_K; i++) args[i] = (void *)(uintptr_t)i;
+  CHECK_OK(pool_group_init(&own_group, p));
+  CHECK_OK(pool_group_spawn(&own_group, own_child, NULL));
+  CHECK_OK(pool_submit_n(p, own_entry, args, OWN_K));
+}
+
+static void own_handle(void) {
+  pool_t *p = make_pool(1);
+  for (int round = 0; round < 3; round++) {
+    pool_worker_stats_t s0, s;
+    CHECK_OK(pool_worker_stats(p, 0, &s0));
+    flags_reset(&flags, &nflags, OWN_K);
+    atomic_store(&own_c_ran, 0);
+    CHECK_OK(pool_submit(p, own_parent, p));
+    CHECK_OK(pool_wait_idle(p));
+    flags_check_once(flags, OWN_K, "task");
+    CHECK_EQ(atomic_load(&own_c_ran), 1);
+    /* The parent, C and the OWN_K entries; each taken once. Counted just
+     * after each task: wait for the last count to land. */
+    uint64_t want = OWN_K + 2;
+    do {
+      sched_yield();
+      CHECK_OK(pool_worker_stats(p, 0, &s));
+    } while (s.tasks - s0.tasks < want);
+    CHECK_EQ(s.tasks - s0.tasks, want);
+    CHECK_EQ((s.local_pops + s.global_pops + s.steals) -
+                 (s0.local_pops + s0.global_pops + s0.steals),
+             want);
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
 /* ---- the cases: each repeated WSPOOL_STRESS times ---------------------- */
 
 static const unsigned pool_sizes[] = {1, 2, 3};
@@ -480,6 +548,10 @@ static void case_lanes_fair(void) {
   for (unsigned long r = 0; r < check_iters(1); r++) lanes_fair();
 }
 
+static void case_own_handle(void) {
+  for (unsigned long r = 0; r < check_iters(1); r++) own_handle();
+}
+
 static void case_destroy_racing(void) {
   for (unsigned long r = 0; r < check_iters(1); r++)
     for (unsigned w = 1; w <= 3; w++)
@@ -488,4 +560,4 @@ static void case_destroy_racing(void) {
 
 TEST_MAIN(240, TEST_CASE(outside_producers), TEST_CASE(inside_batches), TEST_CASE(edge_cases),
           TEST_CASE(blocking_submitter), TEST_CASE(blocked_entry), TEST_CASE(lanes_fair),
-          TEST_CASE(destroy_racing))
+          TEST_CASE(own_handle), TEST_CASE(destroy_racing))

@@ -5,7 +5,7 @@
  * Search order (seed 004, Duffy; seed 002, Blumofe-Leiserson):
  *   1. own deque, LIFO end (no lock; hot in cache)
  *   2. the global queue (a lane's lock, only when its hint says non-empty,
- *      and never waited for: ws_gqueue_pop_batch)
+ *      full lanes first: take_global; never waited for: ws_gqueue_pop_batch)
  *   3. steal, FIFO end, from victims in random order, nearest level first
  * An idle worker repeats this with sched_yield() between failed rounds
  * (seed 002's multiprogramming variant) before it sleeps (sleep.h). */

@@ -15,7 +15,8 @@
  *  - nothing hangs (watchdog).
  * Scenarios: pool_create unbound and POOL_BIND_CORE (after one bound create
  * loaded the process's topology: later creates never enter hwloc's loader;
- * see the header), outside and inside pool_submit, pool_spawn from outside
+ * see the header), outside and inside pool_submit, inside pool_submit_n
+ * whose first entry helps while it waits, pool_spawn from outside
  * and inside (more frames than the private array and the deque start with),
  * groups from outside and inside, pool_parallel_for from outside and inside,
  * pool_parallel_reduce: one case each (their names in SCENARIOS below).
@@ -149,6 +150,55 @@ static void sc_outside(void (*all)(void)) {
 
 static void sc_submit_inside(void) { sc_inside(inside_submitter); }
 
+/* A batch whose first entry helps while it waits, on a pool of one worker
+ * (so the order is fixed): a task queues a group child (index N - 1), then
+ * N - 1 tasks with one pool_submit_n; the first of them to run waits for
+ * the group and, helping, pops its own batch's steal handle while entries
+ * remain (runtime/submit.c). The batch made of the rest can fail to
+ * allocate; the rest must still run, once. */
+static pool_group_t help_group;
+static atomic_int help_waited;
+
+static void helping_entry(void *arg) {
+  if (!atomic_exchange(&help_waited, 1)) CHECK_OK(pool_group_wait(&help_group));
+  mark(arg);
+}
+
+static void helping_submitter(void *arg) {
+  (void)arg;
+  static void *args[N - 1];
+  for (size_t i = 0; i < N - 1; i++) args[i] = (void *)(uintptr_t)i;
+  CHECK_OK(pool_group_init(&help_group, NULL));
+  int rc = pool_group_spawn(&help_group, mark, (void *)(uintptr_t)(N - 1));
+  ok_or(rc, ENOMEM, 0);
+  accepted[N - 1] = rc == 0;
+  rc = pool_submit_n(NULL, helping_entry, args, N - 1);
+  ok_or(rc, ENOMEM, 0);
+  memset(accepted, rc == 0, N - 1);
+}
+
+static void sc_submit_helping(void) {
+  reset_marks();
+  atomic_store(&help_waited, 0);
+  memset(accepted, 0, sizeof accepted);
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 1;
+  pool_t *p = NULL;
+  int rc = pool_create(&p, &cfg);
+  ok_or(rc, ENOMEM, EAGAIN);
+  if (rc) {
+    fault_alloc_arm(0);
+    return;
+  }
+  rc = pool_submit(p, helping_submitter, NULL);
+  ok_or(rc, ENOMEM, 0);
+  CHECK_OK(pool_wait_idle(p));
+  fault_alloc_arm(0);
+  CHECK_OK(pool_destroy(p));
+  if (rc == 0) check_marks(accepted, N);
+}
+
 static pool_task_t frames[N];
 
 static void spawn_all(void) {
@@ -244,6 +294,7 @@ typedef struct scenario {
   X(create_bound, sc_create, 0, 1)                    \
   X(submit_outside, sc_submit_outside, 1, 0)          \
   X(submit_inside, sc_submit_inside, 1, 0)            \
+  X(submit_helping, sc_submit_helping, 0, 0)          \
   X(spawn_outside, sc_spawn_outside, 1, 0)            \
   X(spawn_inside, sc_spawn_inside, 1, 0)              \
   X(group_outside, sc_group_outside, 1, 0)            \

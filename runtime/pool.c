@@ -342,11 +342,8 @@ int pool_destroy(pool_t *pool) {
     if (v & WS_GATE_CLOSED) return ESHUTDOWN;
   } while (!ws_u32_cas(&p->gate, &v, v | WS_GATE_CLOSED, ws_acq_rel));
   /* The visitors' side of the gate (visitors.h): after the close, before
-   * anything is freed. A failed heavy fence (sleep.c) leaves visitors that
-   * fenced only with the compiler unordered: their stores reach memory
-   * within microseconds, so a grace period a thousand times longer stands
-   * in for the barrier. */
-  if (!ws_heavy_fence()) usleep(10000);
+   * anything is freed. */
+  ws_heavy_fence();
   for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_close(&p->gq[l]);
   /* Drain: tasks submitted before the close, and whatever they submit from
    * inside the pool meanwhile (the pool is idle only when none is left). */

@@ -88,12 +88,12 @@ static inline void ws_sleep_producer_fence(void) {
 }
 
 /* The heavy half of the same pair, for other store->load pairs whose light
- * side is ws_sleep_producer_fence (visitors.h): a seq_cst fence, then, when
- * producers have only a compiler fence, a full barrier in every running
- * thread. false once a heavy barrier has failed: a producer that had read
- * ws__sleep_asym before it was cleared may not be ordered (the caller then
- * needs a fallback). */
-bool ws_heavy_fence(void);
+ * side is ws_sleep_producer_fence (visitors.h, submit.c): a seq_cst fence,
+ * then, when producers have only a compiler fence, a full barrier in every
+ * running thread. Once a heavy barrier has failed, a producer that had read
+ * ws__sleep_asym before it was cleared may not be ordered by it: from then
+ * on this also sleeps a 10 ms grace period. */
+void ws_heavy_fence(void);
 
 void ws_sleep_wake_one(ws_sleep *s);
 void ws_wait_wake(ws_sleep *s);

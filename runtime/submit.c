@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "split.h"
 
@@ -98,7 +97,7 @@ void ws_submit_run_here(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
  * thief takes while entries remain. On the runner's own thread the taker
  * needs no fence: nothing runs between its reads. Without membarrier both
  * fences are seq_cst fences; when membarrier fails after start-up, the
- * taker waits out a grace period as destroy does (pool.c).
+ * heavy fence waits out a grace period instead (sleep.c).
  *
  * Lifetime: up to three references: the maker's (while the batch is its
  * open one), the runner's (until its last claim) and the handle's (while
@@ -158,6 +157,14 @@ static bool claim(submit_batch *b, uint32_t i) {
   return i < f - 1;
 }
 
+/* Runs entries [i, end) of b here, in order, where no deque can carry
+ * them: entry i as the task already counted taken, the others as if popped
+ * from the deque. */
+static void run_rest_here(ws_worker *w, const submit_batch *b, uint32_t i, uint32_t end) {
+  run_entry(w, b, i);
+  while (++i < end) ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+}
+
 /* Runs the closed batch b, whose entries [0, end) are all ours, on worker w
  * (one task already counted taken and run: entry 0); consumes a reference. */
 static void batch_run(submit_batch *b, ws_worker *w) {
@@ -173,9 +180,7 @@ static void batch_run(submit_batch *b, ws_worker *w) {
     if (ws_push(w, &b->handle) != 0) {
       /* The deque cannot grow: run them all here, in order. */
       ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_relaxed);
-      run_entry(w, b, 0);
-      for (uint32_t i = 1; i < end; i++)
-        ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+      run_rest_here(w, b, 0, end);
       batch_release(b);
       return;
     }
@@ -208,7 +213,7 @@ static uint32_t take_rest(submit_batch *b, ws_worker *w) {
   if (b->runner != w) {
     /* Another thread's runner may be claiming: the heavy half of the
      * pair, then its claims so far. */
-    if (!ws_heavy_fence()) usleep(10000);
+    ws_heavy_fence();
     i = ws_u32_load(&b->next, ws_relaxed);
   }
   /* Release: a plain value; the runner needs nothing else from us. */
@@ -231,8 +236,7 @@ static void handle_exec(ws_task *t, ws_worker *w) {
    * stealable while we run them. */
   submit_batch *nb = batch_new(end - i, 1);
   if (!nb) {
-    run_entry(w, b, i);
-    while (++i < end) ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+    run_rest_here(w, b, i, end);
     batch_release(b);
     return;
   }

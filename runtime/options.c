@@ -7,7 +7,14 @@
  * the first trace), not cached, so a program may set them between pools.
  * README.md's environment table is checked against this one by
  * test/core/options.c. pool_config_default() is here too: it reads two of
- * them. */
+ * them.
+ *
+ * Every variable is read with secure_getenv(): in a process that gained
+ * privilege at exec (setuid or setgid, file capabilities: the kernel's
+ * AT_SECURE), each reads as unset and nothing is printed, as glibc treats
+ * its own MALLOC_* and LD_* variables. Otherwise an unprivileged user would
+ * choose, through the environment, the file a privileged program writes
+ * (WSPOOL_TRACE) or what it prints. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -74,7 +81,7 @@ static long choice_index(const char *list, const char *v) {
 
 long ws_option_long(ws_option_id id) {
   const ws_option_desc *o = &options[id];
-  const char *v = getenv(o->name);
+  const char *v = secure_getenv(o->name);
   if (!v || (o->kind == KIND_FLAG && !*v)) return o->dflt;
   unsigned long n;
   switch (o->kind) {
@@ -98,7 +105,7 @@ long ws_option_long(ws_option_id id) {
 }
 
 const char *ws_option_str(ws_option_id id) {
-  const char *v = getenv(options[id].name);
+  const char *v = secure_getenv(options[id].name);
   return v && *v ? v : NULL;
 }
 

@@ -5,12 +5,15 @@
 #include "trace.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api.h"
 
@@ -137,12 +140,47 @@ static void trace_at_exit(void) {
   pthread_mutex_unlock(&trace_lock);
 }
 
+/* The trace file, as a stream on a file this process created: made with
+ * O_CREAT | O_EXCL under a name of its own beside `path` (an existing file
+ * or symbolic link of that name fails the open rather than being followed),
+ * then renamed to `path`. A file already at `path` is so replaced as a
+ * directory entry, never opened, truncated or written: its other hard links
+ * keep their content, and a symbolic link there is replaced, not followed.
+ * rename() succeeds only where the process may replace the entry anyway
+ * (the directory's write permission and sticky bit decide), as `mv` would.
+ * NULL with errno set on failure, and nothing is left behind. */
+static FILE *create_trace_file(const char *path) {
+  size_t size = strlen(path) + 32;
+  char *tmp = malloc(size);
+  if (!tmp) return NULL;
+  int fd = -1;
+  for (unsigned k = 0; k < 100; k++) {
+    snprintf(tmp, size, "%s.%ld.%u~", path, (long)getpid(), k);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) break;
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (fd >= 0 && (!f || rename(tmp, path) != 0)) {
+    int e = errno;
+    if (f)
+      fclose(f);
+    else
+      close(fd);
+    unlink(tmp);
+    f = NULL;
+    errno = e;
+  }
+  free(tmp);
+  return f;
+}
+
 static void trace_init(void) {
   const char *path = ws_option_str(WS_OPT_TRACE);
   if (!path) return;
-  FILE *f = fopen(path, "w");
+  FILE *f = create_trace_file(path);
   if (!f) {
-    fprintf(stderr, "wspool: ignoring WSPOOL_TRACE=\"%s\": cannot open it for writing\n", path);
+    fprintf(stderr, "wspool: ignoring WSPOOL_TRACE=\"%s\": cannot create it (%s)\n", path,
+            strerror(errno));
     return;
   }
   fputs("[", f);

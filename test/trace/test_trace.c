@@ -3,7 +3,10 @@
  * one left alive until exit) and the parent checks the file: a JSON array,
  * a process track per pool, a thread track per worker, exactly one slice per
  * task run, named after the task function, and a complete file at exit.
- * Cases: two_pools, overflow. */
+ * The file is one the process creates, renamed into place: a symbolic link
+ * or hard link already at that name leaves its target unchanged.
+ * Cases: two_pools, overflow, symlink_replaced, hard_link_kept,
+ * cannot_create. */
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <wspool.h>
@@ -59,13 +62,9 @@ static size_t count(const char *text, const char *needle) {
 
 static char text[1 << 24];
 
-/* Run `child` in a fork with WSPOOL_TRACE at a temporary file; return the
- * file's text (in `text`). */
-static size_t traced_run(void (*child)(const char *)) {
-  char path[] = "/tmp/wspool-trace-XXXXXX";
-  int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  close(fd);
+/* Run `child` in a fork with WSPOOL_TRACE at `path`; return the file's
+ * text (in `text`), and remove the file. */
+static size_t traced_run_at(void (*child)(const char *), const char *path) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) child(path);
@@ -82,6 +81,15 @@ static size_t traced_run(void (*child)(const char *)) {
   CHECK(text[0] == '[');
   CHECK(strstr(text, "\n]\n") == text + len - 3); /* closed at exit */
   return len;
+}
+
+/* The same at a fresh temporary file. */
+static size_t traced_run(void (*child)(const char *)) {
+  char path[] = "/tmp/wspool-trace-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  return traced_run_at(child, path);
 }
 
 static void case_two_pools(void) {
@@ -103,4 +111,112 @@ static void case_overflow(void) {
   CHECK_EQ(slices + others, TRACE_CAP);
 }
 
-TEST_MAIN(120, TEST_CASE(two_pools), TEST_CASE(overflow))
+/* A file of known text at a fresh temporary name (written into `path`). */
+static void make_victim(char *path) {
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  CHECK(write(fd, "victim\n", 7) == 7);
+  close(fd);
+}
+
+static void check_victim(const char *path) {
+  char buf[64] = {0};
+  FILE *f = fopen(path, "r");
+  CHECK(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  CHECK_EQ(n, 7);
+  CHECK(!strcmp(buf, "victim\n"));
+}
+
+/* Files in /tmp whose names start with `prefix` (the trace's temporary
+ * names are "<path>.<pid>.<k>~"). */
+static int count_prefixed(const char *prefix) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ls -A /tmp | grep -c -F '%s' || true", prefix + 5);
+  FILE *p = popen(cmd, "r");
+  CHECK(p);
+  int n = -1;
+  CHECK(fscanf(p, "%d", &n) == 1);
+  pclose(p);
+  return n;
+}
+
+static void child_small(const char *path) {
+  setenv("WSPOOL_TRACE", path, 1);
+  atomic_int n = 0;
+  pool_t *a = make_pool(2);
+  for (int i = 0; i < 100; i++) CHECK_OK(pool_submit(a, traced_task, &n));
+  CHECK_OK(pool_destroy(a));
+  CHECK_EQ(atomic_load(&n), 100);
+  exit(0);
+}
+
+/* WSPOOL_TRACE naming a symbolic link: the link is replaced by the trace,
+ * its target keeps its text. */
+static void case_symlink_replaced(void) {
+  char victim[] = "/tmp/wspool-victim-XXXXXX";
+  make_victim(victim);
+  char link[] = "/tmp/wspool-tlink-XXXXXX";
+  int fd = mkstemp(link);
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK_OK(unlink(link));
+  CHECK_OK(symlink(victim, link));
+  traced_run_at(child_small, link);
+  CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 100);
+  check_victim(victim);
+  CHECK_EQ(count_prefixed(link), 0); /* no temporary file left */
+  unlink(victim);
+}
+
+/* WSPOOL_TRACE naming a file with a second hard link: the name now holds
+ * the trace, the other link the old text (the file was not written). */
+static void case_hard_link_kept(void) {
+  char victim[] = "/tmp/wspool-victim-XXXXXX";
+  make_victim(victim);
+  char other[] = "/tmp/wspool-thard-XXXXXX";
+  int fd = mkstemp(other);
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK_OK(unlink(other));
+  CHECK_OK(link(victim, other));
+  traced_run_at(child_small, other);
+  CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 100);
+  check_victim(victim);
+  unlink(victim);
+}
+
+static void child_cannot_create(const char *path) {
+  int fds[2];
+  CHECK_OK(pipe(fds));
+  CHECK(dup2(fds[1], 2) == 2);
+  setenv("WSPOOL_TRACE", path, 1);
+  atomic_int n = 0;
+  pool_t *a = make_pool(2);
+  for (int i = 0; i < 100; i++) CHECK_OK(pool_submit(a, traced_task, &n));
+  CHECK_OK(pool_destroy(a));
+  CHECK_EQ(atomic_load(&n), 100);
+  close(2);
+  close(fds[1]);
+  char msg[512] = {0};
+  ssize_t k = read(fds[0], msg, sizeof msg - 1);
+  CHECK(k > 0);
+  CHECK(strstr(msg, "wspool: ignoring WSPOOL_TRACE=\"") == msg);
+  CHECK(strstr(msg, "cannot create it (No such file or directory)"));
+  exit(0);
+}
+
+/* A trace that cannot be created (its directory does not exist): one
+ * message, and the program runs untraced. */
+static void case_cannot_create(void) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) child_cannot_create("/nonexistent-wspool-dir/t.json");
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_MAIN(120, TEST_CASE(two_pools), TEST_CASE(overflow), TEST_CASE(symlink_replaced),
+          TEST_CASE(hard_link_kept), TEST_CASE(cannot_create))

@@ -8,6 +8,7 @@
 
 #include "options.h"
 #include "scheduler.h"
+#include "latch.h"
 #include "split.h"
 
 /* NULL pool -> the caller's pool, else the default pool (may be NULL). */
@@ -58,6 +59,22 @@ int ws_fork_setup(void);
  * lock), 1 in the parent and 2 in the child after it. */
 void ws_placement_atfork(int phase);
 void ws_trace_atfork(int phase);
+
+/* Worker hooks and thread names (hooks.c; the state is hooks.h). */
+/* pool_create(), before any worker starts: copies the configured name (or
+ * makes "wspool-p<N>", N counting the pools of the process) and points
+ * p->cfg.name at the copy. */
+void ws_hooks_init(struct pool *p);
+/* pool_create(), after the binding loop: lets the workers go on and, when
+ * `ok`, waits for their start hooks; `ok` false when create is about to
+ * fail (no hook will run). */
+void ws_hooks_open(struct pool *p, bool ok);
+/* On the worker thread, before its loop: names the thread, waits for the
+ * start signal when a hook is set, runs the start hook. True when the stop hook
+ * must run at the end. */
+bool ws_worker_begin(struct ws_worker *w);
+/* On the worker thread, after its last task: the stop hook, if `begun`. */
+void ws_worker_end(struct ws_worker *w, bool begun);
 
 /* Trace lifecycle (trace.c): a pool's process track and workers' buffers
  * when WSPOOL_TRACE is set. */

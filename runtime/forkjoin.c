@@ -18,6 +18,57 @@
 
 #include "api.h"
 
+/* A spawn from a thread that is not a worker of p: the frame goes on the
+ * global queue; the push and its notify happen inside the pool's gate
+ * (pool.c). */
+static int spawn_outside(struct pool *p, ws_frame *f) {
+  int rc = ws_enter(p);
+  if (rc) return rc;
+  f->hdr.exec = ws_frame_exec;
+  f->owner = NULL;
+  f->pool = p;
+  ws_ptr_store(&f->thief, NULL, ws_relaxed);
+  /* Relaxed: the queue's lock publishes it. */
+  ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
+  rc = ws_push_global(p, &f->hdr);
+  if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+  ws_leave(p);
+  return rc;
+}
+
+/* Keeps f private, like the inline spawn's frames (fn and arg only), when
+ * it can: false when it must be public (a trace or the debug checks
+ * publish every frame, nothing private is left to publish when the deque
+ * is empty, or the private stack cannot grow). When nothing is public, or
+ * a thief found it so (limit 0), the oldest half of the private frames is
+ * published first. */
+static bool spawn_private(ws_worker *w, ws_frame *f) {
+  if (w->trace || WS_DEBUG) return false;
+  if (ws_abi_load(&pool__tls.limit, ws_relaxed) == 0) {
+    size_t n = (size_t)(ws_top() - w->priv_lo);
+    if (n == 0) return false;
+    ws_publish(w, (n + 1) / 2);
+  }
+  if (ws_top() == w->priv_end && ws_priv_grow(w) != 0) return false;
+  *ws_top() = &f->hdr;
+  ws_set_top(ws_top() + 1);
+  ws_fast_open(w);
+  return true;
+}
+
+/* Publishes f on w's deque. When neither the private array nor the deque
+ * can grow, it runs now and its sync finds it done. */
+static void spawn_public(ws_worker *w, ws_frame *f) {
+  ws_frame_make_public(f, w);
+  if (ws_push(w, &f->hdr) == 0) {
+    ws_fast_open(w);
+    return;
+  }
+  f->fn(f->arg);
+  pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
+  ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_relaxed);
+}
+
 /* Everything but the common case: publication, growth, outside spawns. */
 static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task, pool_fn fn,
                                                 void *arg) {
@@ -40,45 +91,8 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
   }
   f->fn = fn;
   f->arg = arg;
-  if (!(w && w->pool == p)) {
-    /* The push and its notify happen inside the pool's gate (pool.c). */
-    if ((rc = ws_enter(p)) != 0) return rc;
-    f->hdr.exec = ws_frame_exec;
-    f->owner = NULL;
-    f->pool = p;
-    ws_ptr_store(&f->thief, NULL, ws_relaxed);
-    /* Relaxed: the queue's lock publishes it. */
-    ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
-    rc = ws_push_global(p, &f->hdr);
-    if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
-    ws_leave(p);
-    return rc;
-  }
-  if (w->trace || WS_DEBUG) goto public;
-  if (ws_abi_load(&pool__tls.limit, ws_relaxed) == 0) {
-    /* Nothing public, or a thief found it so: publish the oldest half of
-     * the private frames, or this one if there are none. */
-    size_t n = (size_t)(ws_top() - w->priv_lo);
-    if (n == 0) goto public;
-    ws_publish(w, (n + 1) / 2);
-  }
-  if (ws_top() == w->priv_end && ws_priv_grow(w) != 0) goto public;
-  /* Private, like the inline spawn's frames: fn and arg only. */
-  *ws_top() = &f->hdr;
-  ws_set_top(ws_top() + 1);
-  ws_fast_open(w);
-  return 0;
-public:
-  ws_frame_make_public(f, w);
-  if (ws_push(w, &f->hdr) == 0) {
-    ws_fast_open(w);
-    return 0;
-  }
-  /* Neither the private array nor the deque can grow: run it now; the sync
-   * finds it done. */
-  fn(arg);
-  pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
-  ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_relaxed);
+  if (!(w && w->pool == p)) return spawn_outside(p, f);
+  if (!spawn_private(w, f)) spawn_public(w, f);
   return 0;
 }
 
@@ -117,84 +131,98 @@ static bool priv_holds(const ws_worker *w, const ws_frame *f) {
   return false;
 }
 
-/* Sync (take = false) or take (true) of a frame off the fast path. One
- * function over 60 lines: every case (private below the top, published,
- * stolen, outside) ends in one of three shared exits (run here, handed
- * back, done), which stay gotos of one frame. */
+/* How a sync or take off the fast path found its frame: handed back
+ * unstarted (the caller runs it, or takes it back), or finished. */
+typedef enum sync_found { FOUND_UNSTARTED, FOUND_DONE } sync_found;
+
+/* Frame f, pending on worker w (the caller's), and what w did since:
+ * what was spawned after it runs first, here (each one's own sync then
+ * finds it done). All private frames are newer than the public ones. A
+ * frame run here may spawn and publish, f included: then f is public (its
+ * state set) when the private stack runs out. If f is not found, a thief
+ * took it: w helps until the thief finishes it. */
+static sync_found unwind_to(ws_frame *f, ws_worker *w) {
+  while (ws_top() != w->priv_lo) {
+    ws_task *t = ws_top()[-1];
+    ws_set_top(ws_top() - 1);
+    if (t == &f->hdr) return FOUND_UNSTARTED;
+    run_unwound((ws_frame *)t, w);
+  }
+  for (;;) {
+    ws_task *t = ws_pop_own(w);
+    if (t == &f->hdr) return FOUND_UNSTARTED;
+    if (!t) break;
+    ws_counter_add(&w->stats.local_pops, 1);
+    ws_run(w, t);
+  }
+  ws_latch done = ws_latch_value(&f->state, frame_state(f, FRAME_DONE));
+  ws_latch_wait(w->pool, &done, (ws_worker *)ws_ptr_load(&f->thief, ws_relaxed));
+  return FOUND_DONE;
+}
+
+/* A frame spawned from outside its pool (it has no owner): block until a
+ * worker ran it. Accepted work: destroy runs it before it waits for the
+ * gate, so only a pool of the parent process (fork) refuses. */
+static int wait_outside(ws_frame *f) {
+  int rc = ws_enter_any(f->pool);
+  if (rc) return rc;
+  ws_latch done = ws_latch_value(&f->state, frame_state(f, FRAME_DONE));
+  ws_latch_wait(f->pool, &done, NULL);
+  ws_leave(f->pool);
+  return 0;
+}
+
+/* Sync (take = false) or take (true) of a frame off the fast path.
+ *
+ * The state first: a frame that finished (run by a thief, or by an earlier
+ * out-of-order sync that unwound past it) or was published is told by it
+ * in O(1). Only a frame with neither state can be private, and only then
+ * is the private stack searched. The private stack may hold far more than
+ * the caller's own frames (an out-of-order sync runs the caller's later
+ * children with the ancestors' pending siblings still below), so searching
+ * it first would make every out-of-order sync below pay for all of them
+ * (docs/design.md 7.2). A private frame's memory never holds its own
+ * published state: the library sets every state it gives back to IDLE
+ * when the frame's sync returns. */
 static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, bool take) {
-  ws_worker *w = self;
-  /* The state first: a frame that finished (run by a thief, or by an
-   * earlier out-of-order sync that unwound past it) or was published is
-   * told by it in O(1). Only a frame with neither state can be private,
-   * and only then is the private stack searched. The private stack may
-   * hold far more than the caller's own frames (an out-of-order sync runs
-   * the caller's later children with the ancestors' pending siblings still
-   * below), so searching it first made every out-of-order sync below pay
-   * for all of them (docs/design.md 7.2). A private frame's memory never
-   * holds its own published state: the library sets every state it gives
-   * back to IDLE when the frame's sync returns. */
   uint32_t st = ws_u32_load(&f->state, ws_acquire);
   bool finished = st == frame_state(f, FRAME_DONE);
   bool published = (finished || st == frame_state(f, FRAME_SPAWNED)) && f->hdr.exec == ws_frame_exec;
+  sync_found found = FOUND_DONE;
   if (!published) {
-    if (!(w && priv_holds(w, f))) {
+    if (!(self && priv_holds(self, f))) {
       WS_MISUSE_IF(true, "pool_sync/pool_take of a frame that is not pending (synced twice, or "
                          "never spawned)");
       return EINVAL;
     }
+    found = unwind_to(f, self);
   } else {
 #ifdef WS_DEBUG_CHECKS
     WS_MISUSE_IF(f->spawner != &ws__self,
                  "pool_sync/pool_take from a thread other than the one that spawned the frame");
 #endif
-    if (finished) goto done;
-    w = f->owner;
-    if (!w) {
-      /* Accepted work: destroy runs it before it waits for the gate. */
-      int rc = ws_enter_any(f->pool);
-      if (rc) return rc; /* the pool is the parent's (fork) */
-      ws_block_until_value(f->pool, &f->state, frame_state(f, FRAME_DONE));
-      ws_leave(f->pool);
-      goto done;
+    if (finished) {
+      /* Run by a thief, or by an earlier out-of-order sync. */
+    } else if (!f->owner) {
+      int rc = wait_outside(f);
+      if (rc) return rc;
+    } else if (f->owner != self) {
+      return EINVAL; /* (debug: reported above) */
+    } else {
+      found = unwind_to(f, self);
     }
-    if (w != self) return EINVAL; /* (debug: reported above) */
   }
-  {
-    /* What was spawned after it runs first, here (each one's own sync
-     * then finds it done). All private frames are newer than the public
-     * ones. A frame run here may spawn and publish, f included: then f
-     * is public (its state set) when the private stack runs out. */
-    while (ws_top() != w->priv_lo) {
-      ws_task *t = ws_top()[-1];
-      ws_set_top(ws_top() - 1);
-      if (t == &f->hdr) goto run_here;
-      run_unwound((ws_frame *)t, w);
+  if (found == FOUND_UNSTARTED) {
+    /* Handed back: not a task run (the caller does the work). */
+    if (take) {
+      ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
+      return POOL_TAKEN;
     }
-    for (;;) {
-      ws_task *t = ws_pop_own(w);
-      if (t == &f->hdr) goto run_here;
-      if (!t) break;
-      ws_counter_add(&w->stats.local_pops, 1);
-      ws_run(w, t);
-    }
-    /* Stolen: work while the thief finishes it. */
-    ws_help_until_value(w, &f->state, frame_state(f, FRAME_DONE),
-                        (ws_worker *)ws_ptr_load(&f->thief, ws_relaxed));
-  }
-  goto done;
-run_here:
-  /* Handed back unstarted: not a task run (the caller does the work). */
-  if (take) {
-    ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
-    return POOL_TAKEN;
-  }
-  {
-    uint64_t t0 = ws_trace_t0(w);
+    uint64_t t0 = ws_trace_t0(self);
     f->fn(f->arg);
-    ws_trace_task(w, (ws_fnptr)f->fn, t0);
-    ws_counter_add(&w->stats.tasks, 1);
+    ws_trace_task(self, (ws_fnptr)f->fn, t0);
+    ws_counter_add(&self->stats.tasks, 1);
   }
-done:
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   return 0;
 }
@@ -284,10 +312,10 @@ typedef struct group_child {
 
 _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too small");
 
-/* A child finished (or failed to enqueue). seq_cst: pairs with an outside
- * waiter's registration (ws_event). After this decrement the group may be
- * gone; only the pool is touched. The last child also tells the waiting
- * workers (ws_wait_notify): the one in this group's wait may be asleep. */
+/* A child finished (or failed to enqueue). The last child's decrement is
+ * the latch's last touch (latch.h): seq_cst, as an outside waiter may
+ * block on it; after it the group may be gone and only the pool is
+ * touched. Outside threads are woken only when one set GROUP_WAITER. */
 static void group_done(ws_group *g, struct pool *p) {
   int64_t old = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
   WS_ASSERT((old & GROUP_COUNT) >= 1);
@@ -295,8 +323,7 @@ static void group_done(ws_group *g, struct pool *p) {
    * clear the new one's entry, a missed report, never a false one). */
   if (WS_DEBUG && (old & GROUP_COUNT) == 1) ws_debug_busy_set(g, false);
   if ((old & GROUP_COUNT) != 1) return;
-  if (old & GROUP_WAITER) ws_event_notify(&p->ext);
-  ws_wait_notify(&p->sleep);
+  ws_latch_notify(p, WS_WAKE_WORKER | (old & GROUP_WAITER ? WS_WAKE_OUTSIDE : 0));
 }
 
 static void child_exec(ws_task *t, ws_worker *w) {
@@ -395,36 +422,19 @@ int pool_group_wait(pool_group_t *pg) {
 }
 
 static int group_wait(ws_group *g) {
+  struct pool *p = g->pool;
+  ws_latch done = ws_latch_zero(&g->pending, GROUP_COUNT, GROUP_WAITER);
   ws_worker *w = ws_self();
-  if (w && w->pool == g->pool) {
-    ws_help_until_zero(w, &g->pending, GROUP_COUNT);
+  if (w && w->pool == p) {
+    ws_latch_wait(p, &done, NULL);
     return 0;
   }
-  struct pool *p = g->pool;
   if ((ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT) == 0) return 0;
   /* Children are accepted work: destroy runs them before it waits for the
    * gate, so this wait is never refused (pool.c). */
   int rc = ws_enter_any(p);
   if (rc) return rc; /* the pool is the parent's (fork) */
-  /* Register on the pool's event first, then flag the group: a child that
-   * sees the flag in its decrement also sees the registration. */
-  ws_event_prepare(&p->ext);
-  int64_t v = ws_i64_load(&g->pending, ws_relaxed);
-  while ((v & GROUP_COUNT) != 0 && !(v & GROUP_WAITER) &&
-         !ws_i64_cas(&g->pending, &v, v | GROUP_WAITER, ws_seq_cst)) {
-  }
-  for (;;) {
-    uint32_t e = ws_event_epoch(&p->ext);
-    if ((ws_i64_load(&g->pending, ws_seq_cst) & GROUP_COUNT) == 0) break;
-    ws_event_wait(&p->ext, e);
-  }
-  ws_event_finish(&p->ext);
-  /* Clear the flag (the count is 0, so no child can be deciding on it), so
-   * a reused group does not notify for nothing. */
-  v = ws_i64_load(&g->pending, ws_relaxed);
-  while ((v & GROUP_WAITER) && (v & GROUP_COUNT) == 0 &&
-         !ws_i64_cas(&g->pending, &v, v & ~GROUP_WAITER, ws_acq_rel)) {
-  }
+  ws_latch_wait(p, &done, NULL);
   ws_leave(p);
   return 0;
 }

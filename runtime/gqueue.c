@@ -21,10 +21,9 @@ int ws_gqueue_init(ws_gqueue *q) {
   }
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
   /* glibc's adaptive mutex spins a little before it sleeps. Producers and
-   * takers hold the lock for a few dozen instructions; with the default
-   * mutex every collision put the producer to sleep in the kernel and cost
-   * a wake, and 2-4x of a producer's throughput when the workers shared a
-   * CPU (docs/design.md 3). */
+   * takers hold the lock for a few dozen instructions, so a collision is
+   * better waited out than slept through: a default mutex puts the
+   * producer to sleep in the kernel and costs a wake (docs/design.md 3). */
   pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 #endif
   rc = pthread_mutex_init(&q->lock, &attr);
@@ -87,7 +86,7 @@ int ws_gqueue_push_task(ws_gqueue *q, ws_task *task) {
   return rc;
 }
 
-int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n) {
+int ws_gqueue_push_fns(ws_gqueue *q, ws_fn fn, void *const *args, size_t n) {
   int rc = 0;
   pthread_mutex_lock(&q->lock);
   if (q->closed) {

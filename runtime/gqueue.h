@@ -12,7 +12,6 @@
 
 #include <pthread.h>
 #include <stdbool.h>
-#include <wspool.h>
 
 #include "atomics.h"
 #include "task.h"
@@ -23,7 +22,7 @@
  * a taker's and back, and a line of four entries instead of two and two
  * thirds moves a third fewer lines per task. */
 typedef struct ws_gitem {
-  pool_fn fn;
+  ws_fn fn;
   void *arg;
 } ws_gitem;
 
@@ -52,7 +51,7 @@ void ws_gqueue_destroy(ws_gqueue *q, bool owned);
 int ws_gqueue_push_task(ws_gqueue *q, ws_task *task);
 /* fn(args[i]) for i < n (fn(NULL) each when args is NULL), all or none:
  * 0, ENOMEM or ESHUTDOWN (when closed: these are always pool_submit's). */
-int ws_gqueue_push_fns(ws_gqueue *q, pool_fn fn, void *const *args, size_t n);
+int ws_gqueue_push_fns(ws_gqueue *q, ws_fn fn, void *const *args, size_t n);
 /* Takes the oldest entries, `max` of them or all when fewer, into out[];
  * returns how many, 0 when empty or when the lock is held (it does not
  * wait). Entries left behind by a held lock keep the

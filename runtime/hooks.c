@@ -21,7 +21,7 @@ void ws_hooks_init(struct pool *p) {
   else
     snprintf(h->name, sizeof h->name, "wspool-p%u", (unsigned)n);
   p->cfg.name = h->name; /* the caller's string need not outlive create */
-  ws_u32_store(&h->gate, WS_HOOKS_CLOSED, ws_relaxed);
+  ws_u32_store(&h->start, WS_HOOKS_WAIT, ws_relaxed);
   ws_u32_store(&h->ready, 0, ws_relaxed);
 }
 
@@ -29,8 +29,8 @@ void ws_hooks_open(struct pool *p, bool ok) {
   if (!has_hooks(p)) return;
   /* Release: the binding and the creator's writes of w->cpu happen before
    * the hooks that read them. */
-  ws_u32_store(&p->hooks.gate, ok ? WS_HOOKS_OPEN : WS_HOOKS_FAILED, ws_release);
-  ws_futex_wake(&p->hooks.gate, INT_MAX);
+  ws_u32_store(&p->hooks.start, ok ? WS_HOOKS_GO : WS_HOOKS_FAILED, ws_release);
+  ws_futex_wake(&p->hooks.start, INT_MAX);
   if (!ok) return;
   /* Acquire: the hooks' writes happen before create returns. */
   uint32_t r;
@@ -56,9 +56,9 @@ bool ws_worker_begin(ws_worker *w) {
   name_thread(w);
   if (!has_hooks(p)) return false;
   uint32_t g;
-  while ((g = ws_u32_load(&p->hooks.gate, ws_acquire)) == WS_HOOKS_CLOSED)
-    ws_futex_wait(&p->hooks.gate, WS_HOOKS_CLOSED);
-  if (g != WS_HOOKS_OPEN) return false;
+  while ((g = ws_u32_load(&p->hooks.start, ws_acquire)) == WS_HOOKS_WAIT)
+    ws_futex_wait(&p->hooks.start, WS_HOOKS_WAIT);
+  if (g != WS_HOOKS_GO) return false;
   if (p->cfg.on_worker_start) p->cfg.on_worker_start(p, w->id, p->cfg.hook_ctx);
   if (ws_u32_fetch_add(&p->hooks.ready, 1, ws_acq_rel) + 1 == p->nthreads)
     ws_futex_wake(&p->hooks.ready, INT_MAX);

@@ -1,49 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /* The range partitioner: pool_parallel_for and pool_parallel_reduce
- * (docs/design.md 12; seeds 003 and 000).
+ * (docs/design.md 12, where the arguments are), after the work-stealing
+ * range and partitioner of "Load-balancing partitioner with work
+ * stealing", parts one and two.
  *
- * A range is a task. Its items are cut into chunks of `cs` items (cs >= the
- * user's grain), numbered 0..nch-1 relative to the range. The owner takes
- * chunks one at a time from the low end; the upper part [mid, high) is the
- * steal range, which thieves claim whole with one CAS on a single word that
- * packs mid and high (seed 003's `[low .. [mid .. high))`, in chunks):
+ * A range is a task of chunks (cs >= the user's grain items each). The
+ * owner runs [low, mid) a chunk at a time, privately; [mid, high) is the
+ * steal range, one word that thieves claim whole with one CAS. Only the
+ * owner ever computes a mid, from its own exact low, so low stays private
+ * and each CAS is correct on its own (12.2). A thief keeps one half of what
+ * it took as a range of its own and pushes the other half. Thieves find a
+ * running range through its steal handle, a second task header pushed on
+ * the owner's deque; the range is reference-counted (owner + handles).
  *
  *     owner's private part        steal range
  *   [ low ............. mid ) [ mid ........ high )
  *
- * - The owner keeps `low` and its copy of `mid` private: only the owner ever
- *   moves mid, so it needs no atomic operation per chunk, just a relaxed load
- *   of the word to notice a steal.
- * - When low reaches mid the owner claims the lower half of the steal range
- *   with a CAS (the "owner shrinks the steal range as it approaches it");
- *   the last chunk is contended the same way, so exactly one side wins.
- * - A thief CASes (mid, high) -> (mid, mid), taking everything exposed. It
- *   keeps one half as a range of its own (which it runs as owner, exposing a
- *   new steal range) and pushes the other half on its own deque as a new
- *   range task, so stolen work stays stealable.
- * - After a steal the owner sees (mid, mid) and exposes the upper half of
- *   what it still has privately, with a plain store (thieves never write an
- *   empty steal range), so a range stays stealable until it is nearly done.
- *
- * Departure from seed 003: there the thief computes the new mid from the
- * owner's `low`, read separately from the CAS'd pair, so correctness rests
- * on the owner publishing every advance of low with a full barrier before
- * it reads the pair (an exchange per item) and on a global argument about
- * how stale that read can be. Here only the owner computes a mid, from its
- * own exact low, so low stays private (no barrier per chunk) and each CAS
- * is correct on its own.
- *
- * Thieves find a running range through a steal handle: a second task header
- * in the range object, pushed on the owner's deque while the range runs. The
- * range object is reference-counted (owner + handle) and freed by the last.
- *
- * Initial distribution (seed 000): static, one contiguous piece per worker.
- * From a worker, piece 0 runs right away and the others go on its deque for
- * the other workers to steal; from outside, every piece goes on the global
- * queue and the caller blocks. Static first, because a balanced load then
- * needs no steal at all (the common case), and stealing fixes the rest.
- * Termination: a remaining-items count (seed 000); the range that takes it
- * to zero sets `done`, which the caller waits on (helping, from a worker). */
+ * Distribution (part two): static first, one contiguous piece per worker.
+ * Termination: a remaining-items count; the range that takes it to zero
+ * sets `done`, the caller's latch (latch.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,13 +100,10 @@ static void job_progress(pf_job *job, size_t items) {
   size_t before = ws_size_fetch_add(&job->remaining, (size_t)0 - items, ws_acq_rel);
   WS_ASSERT(before >= items); /* every item runs once */
   if (before != items) return;
-  /* The job may be gone once `done` is visible: touch only the pool after. */
+  /* The latch's last touch (latch.h): the job may be gone once `done` is
+   * visible, so only the pool is touched after. */
   ws_u32_store(&job->done, 1, ws_seq_cst);
-  /* The waiting worker may be asleep (ws_help_until_value). */
-  if (outside)
-    ws_event_notify(&p->ext);
-  else
-    ws_wait_notify(&p->sleep);
+  ws_latch_notify(p, outside ? WS_WAKE_OUTSIDE : WS_WAKE_WORKER);
 }
 
 /* Runs chunks [from, to) of a range of n items at base, without exposing
@@ -340,10 +312,8 @@ static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, s
     run_chunks(&job, begin + lo, hi - lo, 0, hi_ch - lo_ch);
     job_progress(&job, hi - lo);
   }
-  if (inside)
-    ws_help_until_value(w, &job.done, 1, NULL);
-  else
-    ws_block_until_value(p, &job.done, 1);
+  ws_latch done = ws_latch_value(&job.done, 1);
+  ws_latch_wait(p, &done, NULL);
   return 0;
 }
 

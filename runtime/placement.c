@@ -646,14 +646,3 @@ void ws_placement_dealloc(struct pool *p, void *mem, size_t size) {
   (void)size;
   free(mem);
 }
-
-int pool_worker_cpu(const pool_t *pool, unsigned worker) {
-  struct pool *p = ws_resolve((struct pool *)pool);
-  if (!p || worker >= p->nthreads) return -1;
-  ws_worker *w = ws_self();
-  bool inside = w && w->pool == p;
-  if (!inside && ws_enter(p) != 0) return -1;
-  int cpu = p->workers[worker]->cpu;
-  if (!inside) ws_leave(p);
-  return cpu;
-}

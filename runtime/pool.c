@@ -257,7 +257,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   int rc = resolve_config(cfg_in, &cfg);
   if (rc) return rc;
   if ((rc = ws_fork_setup()) != 0) return rc;
-  ws_sleep_global_init();
+  ws_fence_global_init();
   struct pool *p = new_pool_struct();
   if (!p) return ENOMEM;
   if ((rc = build_pool(p, &cfg)) != 0) return rc;
@@ -347,7 +347,8 @@ int pool_destroy(pool_t *pool) {
   for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_close(&p->gq[l]);
   /* Drain: tasks submitted before the close, and whatever they submit from
    * inside the pool meanwhile (the pool is idle only when none is left). */
-  ws_block_until_idle(p);
+  ws_latch idle = ws_latch_idle();
+  ws_latch_wait(p, &idle, NULL);
   stop_workers(p);
   WS_ASSERT(ws_submits_idle(p));
   WS_ASSERT(!ws_global_maybe_nonempty(p));
@@ -360,8 +361,7 @@ int pool_destroy(pool_t *pool) {
     v = ws_u32_load(&p->gate, ws_acquire);
     if (v == WS_GATE_CLOSED) break;
     if (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
-      ws_u32_fetch_add(&p->ext.epoch, 1, ws_seq_cst);
-      ws_futex_wake(&p->ext.epoch, INT_MAX);
+      ws_latch_notify(p, WS_WAKE_OUTSIDE);
       sched_yield();
     } else {
       ws_futex_wait(&p->gate, v);
@@ -488,6 +488,35 @@ unsigned pool_threads(const pool_t *pool) {
   return p && !ws_pool_forked(p) ? p->nthreads : 0;
 }
 
+/* The per-worker queries read a worker of a live pool: inside its gate
+ * when called from outside it. */
+static int query_enter(struct pool *p, bool *inside) {
+  ws_worker *w = ws_self();
+  *inside = w && w->pool == p;
+  return *inside ? 0 : ws_enter(p);
+}
+
+int pool_worker_cpu(const pool_t *pool, unsigned worker) {
+  struct pool *p = ws_resolve((struct pool *)pool);
+  bool inside;
+  if (!p || worker >= p->nthreads || query_enter(p, &inside) != 0) return -1;
+  int cpu = p->workers[worker]->cpu;
+  if (!inside) ws_leave(p);
+  return cpu;
+}
+
+int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out) {
+  int rc;
+  struct pool *p = ws_resolve_err((struct pool *)pool, &rc);
+  if (!p) return rc;
+  if (!out || worker >= p->nthreads) return EINVAL;
+  bool inside;
+  if ((rc = query_enter(p, &inside)) != 0) return rc;
+  ws_read_stats(p, worker, out);
+  if (!inside) ws_leave(p);
+  return 0;
+}
+
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   /* From a task of the pool, the common case: straight onto its deque. */
@@ -535,7 +564,8 @@ int pool_wait_idle(pool_t *pool) {
   ws_worker *w = ws_self();
   if (w && w->pool == p) return EDEADLK;
   if ((rc = ws_enter(p)) != 0) return rc;
-  ws_block_until_idle(p);
+  ws_latch idle = ws_latch_idle();
+  ws_latch_wait(p, &idle, NULL);
   ws_leave(p);
   return 0;
 }

@@ -23,62 +23,73 @@
 #include "task.h"
 #include "trace.h"
 
+_Static_assert(_Generic((pool_fn)0, ws_fn: 1, default: 0), "pool_fn and ws_fn are one type");
+
 typedef struct ws_stats {
   ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
   ws_u64 global_taken;
 } ws_stats;
 
+/* A worker, its fields grouped by who writes them. */
 typedef struct ws_worker {
+  /* ---- Written by other workers (thieves) as well as the owner ---- */
   /* The `limit` of this worker's fast spawn path (split.c), which lives
-   * in its thread's pool__tls: other workers close it through this
-   * pointer. It points at `limit_parked` until the thread has set it up
-   * and again before the thread ends; every worker of the pool has stopped
-   * looking for work before any of their threads ends (worker.c), so no
-   * thief writes into a thread's block after it is gone. */
+   * in its thread's pool__tls: thieves close it through this pointer. The
+   * owner sets the pointer; it points at `limit_parked` until the thread
+   * has set it up and again before the thread ends; every worker of the
+   * pool has stopped looking for work before any of their threads ends
+   * (worker.c), so no thief writes into a thread's block after it is gone. */
   ws_ptr limitp; /* uintptr_t *, accessed with ws_abi_load/store */
   uintptr_t limit_parked;
-  WS_ALIGNED ws_deque dq; /* its own cache lines */
+  WS_ALIGNED ws_deque dq; /* its own cache lines: top by thieves' CAS */
+
+  /* ---- Written only by the owner (the worker's thread) ---- */
   /* Lazy publication of spawned frames (split.h): [priv_lo, ws_top())
    * are frames newer than everything in `dq`, not yet visible to thieves.
-   * priv_base[-1] is a marker slot; priv_end is one past the last slot.
-   * Owner only. */
+   * priv_base[-1] is a marker slot; priv_end is one past the last slot. */
   ws_task **priv_lo, **priv_base, **priv_end;
   ws_task **priv_block;    /* the array's allocation: the marker slot first */
   ws_task **priv_embedded; /* the first array, inside the worker's block */
-  WS_ALIGNED struct pool *pool;
-  /* Completion accounting of pool_submit tasks (submit.c): submitted from
-   * this worker onto its own deque, and finished on this worker. Written
-   * by the owner only, read by waiters. */
-  ws_u64 submitted, finished;
-  /* A submitted task finished here since this worker last told outside
-   * waiters (worker.c, nothing_found). Owner only. */
-  bool announce_idle;
   /* The batch this worker's pool_submit calls append to, and how many
-   * entries it holds (submit.c). Owner only. */
-  uint32_t open_n;
+   * entries it holds (submit.c). */
+  WS_ALIGNED uint32_t open_n;
   struct submit_batch *open_batch;
+  /* A submitted task finished here since this worker last told outside
+   * waiters (worker.c, nothing_found). */
+  bool announce_idle;
   unsigned lane_next; /* the global queue's lane to look at first */
+  uint64_t rng;       /* xorshift state for victim choice */
+  /* Lowest address of this worker's stack, as an integer (ws_may_help);
+   * an estimate from the requested size when the thread's attributes
+   * cannot be read (worker.c). Set as the thread starts. */
+  uintptr_t stack_lo;
+  size_t help_reserve; /* help while waiting only with more stack than this */
+
+  /* ---- Set by pool_create before the thread starts; read-only after ---- */
+  struct pool *pool;
   unsigned id;
-  int cpu;       /* bound PU (OS index) or -1 */
-  int numa;      /* NUMA node of that PU, or -1 */
-  uint64_t rng;  /* xorshift state for victim choice */
+  int cpu;  /* bound PU (OS index) or -1 */
+  int numa; /* NUMA node of that PU, or -1 */
   /* Victims ordered nearest first; level_end[k] is one past the last victim
    * of distance level k. Random start within each level. */
   unsigned *victims;
   unsigned level_end[4];
   unsigned nlevels;
-  /* Lowest address of this worker's stack, as an integer (ws_may_help);
-   * an estimate from the requested size when the thread's attributes
-   * cannot be read (worker.c). */
-  uintptr_t stack_lo;
-  size_t help_reserve; /* help while waiting only with more stack than this */
-  ws_node_cache nodes;
-  ws_stats stats;
-  ws_trace_buf *trace; /* NULL unless WSPOOL_TRACE is set */
+  ws_trace_buf *trace; /* NULL unless WSPOOL_TRACE is set (and at destroy) */
   pthread_t thread;
   bool started;
-  void *mem;           /* allocation backing this struct (see placement) */
+  void *mem; /* allocation backing this struct (see placement) */
   size_t mem_size;
+
+  /* ---- Written by the owner, read by other threads ---- */
+  /* Completion accounting of pool_submit tasks (submit.c): submitted from
+   * this worker onto its own deque, and finished on this worker; read by
+   * waiters (ws_submits_idle). */
+  WS_ALIGNED ws_u64 submitted, finished;
+  ws_stats stats; /* read by pool_worker_stats */
+
+  /* ---- The owner's free list, and a stack other threads push onto ---- */
+  ws_node_cache nodes;
 } ws_worker;
 
 /* The entry gate (pool.c, api.h; docs/design.md 10.1 "The entry gate"):
@@ -119,29 +130,18 @@ struct pool {
 extern __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 
 static inline ws_worker *ws_self(void) { return ws__self; }
-/* The thread's block of the header's inline ABI: `struct pool__tls`
- * (wspool/inline.h, where each field is described), the one type the library and
- * every caller declare it with, so that link-time optimisation across the
- * two sees one object of one type. Every field but `limit` belongs to its
- * own thread and needs no atomics; `limit` is read and written with
- * ws_abi_load/ws_abi_store (atomics.h), as the header does.
- * top: one past the calling worker's newest private frame. Thread-local
- * rather than in ws_worker because every spawn and sync of a recursion
- * reads and writes it in turn: through a pointer that chain of loads and
- * stores waits for a store-to-load forwarding per step (docs/design.md
- * 8.2). */
+/* The thread's block of the header's inline ABI (wspool/inline.h, where
+ * each field is described; docs/design.md 8.2), one type for the library
+ * and every caller. Only `limit` is written by other threads (with
+ * ws_abi_load/ws_abi_store); `top` is one past the calling worker's newest
+ * private frame. */
 extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec")));
 static inline ws_task **ws_top(void) { return (ws_task **)pool__tls.top; }
 static inline void ws_set_top(ws_task **top) { pool__tls.top = (void **)top; }
 
-
-/* Tells sleepers about work a worker just pushed on its deque. Every push
- * is announced, not only pushes onto an empty deque: the owner's idea of
- * whether its deque was empty comes from its read of top before the push,
- * so a push it thinks lands on a non-empty deque may land on one a thief
- * has just emptied. The announcement costs a compiler fence and one load of a
- * rarely written line while nobody sleeps (sleep.h: the sleeper pays the
- * barrier). */
+/* Tells sleepers about work a worker just pushed on its deque: every push,
+ * since the owner cannot know that a thief has not just emptied the deque
+ * (docs/design.md 5.1). While nobody sleeps: a compiler fence and a load. */
 static inline void ws_after_push(struct pool *p) { ws_sleep_notify(&p->sleep); }
 
 /* Trace a task run: t0 = ws_trace_t0(w); fn(arg); ws_trace_task(w, fn, t0). */
@@ -164,9 +164,26 @@ static inline void ws_run(ws_worker *w, ws_task *t) {
 /* One look for work: own deque, global queue, then one round of steals,
  * `hint` first when given. NULL when nothing was found. */
 ws_task *ws_find_work(ws_worker *w, ws_worker *hint);
-/* A task worker w took from `from`'s deque (its own: a pop) that ran
- * nothing: its take is uncounted (worker.c). */
-void ws_uncount_take(ws_worker *w, const ws_worker *from);
+/* The same, of its own deque only (a waiter past its stack bound). */
+ws_task *ws_find_own_work(ws_worker *w);
+/* Do workers a and b sit on different NUMA nodes (both known)? */
+static inline bool ws_across_nodes(const ws_worker *a, const ws_worker *b) {
+  return a->numa != b->numa && a->numa >= 0 && b->numa >= 0;
+}
+
+/* A task taken from `from`'s deque (w's own: a pop) ran no task after all:
+ * a submit batch's steal handle whose runner claimed the last entry first
+ * (submit.c). The take is undone, the steal counted as a failed one, so
+ * that the statistics count each submitted task once. */
+static inline void ws_uncount_take(ws_worker *w, const ws_worker *from) {
+  if (from == w) {
+    ws_counter_add(&w->stats.local_pops, (uint64_t)-1);
+    return;
+  }
+  ws_counter_add(&w->stats.steals, (uint64_t)-1);
+  if (ws_across_nodes(w, from)) ws_counter_add(&w->stats.steals_remote, (uint64_t)-1);
+  ws_counter_add(&w->stats.steal_failures, 1);
+}
 
 /* True while the worker may run other tasks on its stack while waiting.
  * Addresses compared as integers: C defines pointer subtraction only
@@ -177,16 +194,6 @@ static inline bool ws_may_help(const ws_worker *w) {
   return sp > w->stack_lo && sp - w->stack_lo > w->help_reserve;
 }
 
-/* Wait, helping, until *word == value / (*count & mask) == 0 (acquire).
- * Worker threads only. `hint` is a worker to steal from first, or NULL. */
-void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint);
-void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask);
-/* Outside threads: block on the pool's event until the condition holds.
- * The finisher must make it true with a seq_cst store/RMW and then call
- * ws_event_notify(&pool->ext) (for idleness: see ws_submit_finished). */
-void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value);
-/* Until every pool_submit task counted so far has finished (ws_submits_idle). */
-void ws_block_until_idle(struct pool *p);
 /* True when every pool_submit task counted submitted has finished. */
 bool ws_submits_idle(struct pool *p);
 
@@ -234,7 +241,7 @@ int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n);
 /* Runs a submitted fn(arg) on worker w where no deque task carries it (a
  * batch or a deque that could not get memory): counts it finished, run,
  * and taken in `taken` (one of w's stats.*_pops). */
-void ws_submit_run_here(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken);
+void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken);
 /* Lets go of w's open batch (the worker is being freed). */
 void ws_submit_drop_open(ws_worker *w);
 /* pool_submit_n from outside (the caller holds the pool's gate): stored by

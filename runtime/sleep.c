@@ -105,67 +105,9 @@ void ws_futex_wake(ws_u32 *word, int n) {
 }
 #endif
 
-/* ---- asymmetric barriers (sleep.h) ---- */
-
-ws_u32 ws__sleep_asym;
-/* Set when a heavy barrier failed after producers had stopped fencing
- * (nothing we know of does that; a seccomp filter installed later could):
- * from then on producers fence again (ws__sleep_asym is cleared), and
- * sleepers wake every DEGRADED_NS to look again, so a wake missed by a
- * producer that had not yet seen the change costs latency, never
- * progress. */
-static ws_u32 sleep_degraded;
+/* Sleepers whose heavy barrier failed (fence.h) wake this often to look
+ * again. */
 enum { DEGRADED_NS = 1000000 };
-
-#if defined(__linux__) && defined(WS_HAVE_MEMBARRIER)
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-
-static int membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
-
-static void asym_init(void) {
-  int have = membarrier(MEMBARRIER_CMD_QUERY);
-  if (have < 0 || !(have & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return;
-  if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) return;
-  /* Relaxed: no pool exists yet; the pool pointer every producer gets was
-   * published after this store (by pool_create's return). */
-  ws_u32_store(&ws__sleep_asym, 1, ws_relaxed);
-}
-
-/* The sleeper's half when producers only have a compiler fence: every
- * running thread of the process executes a full barrier before this
- * returns (a thread not running passes one when it is scheduled). */
-static void heavy_barrier(void) {
-  if (!ws_u32_load(&ws__sleep_asym, ws_relaxed)) return;
-  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
-  /* A child of fork() keeps the registration; try once more anyway. */
-  if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
-      membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
-    return;
-  ws_u32_store(&sleep_degraded, 1, ws_relaxed);
-  /* Producers fence from now on. One that still read 1 is covered by the
-   * periodic wakes here, and by ws_heavy_fence's grace period for its
-   * callers. */
-  ws_u32_store(&ws__sleep_asym, 0, ws_seq_cst);
-}
-#else
-static void asym_init(void) {}
-static void heavy_barrier(void) {}
-#endif
-
-void ws_heavy_fence(void) {
-  ws_fence(ws_seq_cst);
-  heavy_barrier();
-  /* Once a heavy barrier has failed, a producer that read ws__sleep_asym
-   * before it was cleared fenced only with the compiler: its stores reach
-   * memory within microseconds, so a grace period a thousand times longer
-   * stands in for the barrier (docs/design.md 10.1). */
-  if (ws_u32_load(&sleep_degraded, ws_relaxed)) usleep(10000);
-}
-
-static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
-
-void ws_sleep_global_init(void) { pthread_once(&asym_once, asym_init); }
 
 void ws_sleep_init(ws_sleep *s) {
   ws_u32_store(&s->epoch, 0, ws_relaxed);
@@ -223,17 +165,16 @@ uint32_t ws_sleep_prepare(ws_sleep *s) {
    * the seq_cst fence pairs with the producer's fence in ws_sleep_notify,
    * or, when producers only have a compiler fence, the heavy barrier puts a
    * full barrier in every producer (sleep.h). */
-  ws_fence(ws_seq_cst);
-  heavy_barrier();
+  ws_sleeper_fence();
   return e;
 }
 
 void ws_sleep_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst); }
 
-/* futex_wait(word, epoch), or a bounded one once the heavy barrier failed
- * (see sleep_degraded). */
+/* futex_wait(word, epoch), or a bounded one once a heavy barrier failed
+ * (fence.h). */
 static void sleep_on(ws_u32 *word, uint32_t epoch) {
-  if (ws_u32_load(&sleep_degraded, ws_relaxed))
+  if (ws_fence_degraded())
     ws_futex_wait_for(word, epoch, DEGRADED_NS);
   else
     ws_futex_wait(word, epoch);
@@ -261,8 +202,7 @@ uint32_t ws_wait_prepare(ws_sleep *s) {
    * the registration: this fence pairs with the one in ws_wait_notify, and
    * with ws_sleep_notify's producer fence, which may be a compiler fence
    * only: then the heavy barrier makes up for it, as in ws_sleep_prepare. */
-  ws_fence(ws_seq_cst);
-  heavy_barrier();
+  ws_sleeper_fence();
   return e;
 }
 

@@ -1,54 +1,28 @@
 /* SPDX-License-Identifier: MIT */
-/* Sleeping and waking (docs/design.md 5).
+/* Sleeping and waking (docs/design.md 5, where the protocols' arguments
+ * are).
  *
- * Workers: an eventcount in the manner of Rayon's jobs-event counter and
- * TBB's eventcount, plus Go's rule that a woken thread which finds work wakes
- * the next one (so one wake is in flight at a time: no thundering herd).
+ * Idle workers: an eventcount in the manner of Rayon's jobs-event counter
+ * and TBB's eventcount, plus Go's rule that a woken thread which finds work
+ * wakes the next one (one wake in flight: no thundering herd).
  *
  *   sleeper                               producer (after publishing work)
- *   sleepers += 1          (seq_cst)      fence(seq_cst)
+ *   sleepers += 1          (seq_cst)      light fence (fence.h)
  *   e = epoch              (seq_cst)      if sleepers > 0 and waking 0 -> 1:
- *   look everywhere for work                  epoch += 1; futex_wake(epoch, 1)
+ *   heavy fence; look everywhere              epoch += 1; futex_wake(epoch, 1)
  *   futex_wait(epoch, e)   sleeps only if epoch is still e
  *   sleepers -= 1; waking = 0; look again
  *
- * The store->load pairs (sleepers then the queues; the work then sleepers)
- * are separated by a full barrier on both sides, so either the producer sees
- * the sleeper or the sleeper's last look sees the work. The barriers are
- * asymmetric where the kernel allows (membarrier(2), as liburcu and folly
- * do): the producer, on the hot path of every push, has only a compiler
- * fence; the sleeper, about to make a futex call anyway, makes every running
- * thread of the process execute a full barrier (MEMBARRIER_CMD_PRIVATE_
- * EXPEDITED) after registering. Whether that barrier lands in a producer
- * before its store of the work, between the store and its load of
- * `sleepers`, or after the load, one of the two sees the other's store
- * (docs/design.md 5.3). Without membarrier both sides use
- * a seq_cst fence, as the table shows. A
- * producer that sees a wake already in flight (waking == 1) skips its own:
- * the thread that consumes that wake clears `waking` and then looks
- * everywhere, so it sees this producer's work or someone took it; if it finds
- * work it wakes the next sleeper (ws_sleep_chain).
- *
- * Waiting workers (a sync or take of a stolen frame, a group wait, a nested
- * parallel_for's wait) that found nothing to help with sleep on a second,
- * broadcast word of the same struct, `wait_epoch`: the protocol of the
- * outside waiters' event below, with the waiter's last look (the awaited
- * condition, then work it may run) after its registration and a seq_cst
- * fence. Two kinds of producer wake them: whoever completes what a worker
- * may be waiting for (ws_wait_notify, after the completing store), and
- * every producer of work (ws_sleep_notify, which checks `waiters` after the
- * same fence that orders its check of `sleepers`). They sleep on a word of
- * their own, not on `epoch`, so a waiter never consumes a wake meant for an
- * idle worker (a waiter past its stack bound could not use it).
- *
- * Outside waiters (pool_wait_idle, sync/group/parallel_for from a non-worker
- * thread) use a simpler broadcast event on the pool, whose lifetime covers
- * every waiter: the finisher's last touch of the awaited object is the store
- * that completes it, so the object may live on the waiter's stack. */
+ * Waiting workers (latch.h) sleep on a second, broadcast word, wait_epoch,
+ * woken by completers (ws_wait_notify) and by every producer of work
+ * (ws_sleep_notify): a waiter never consumes a wake meant for an idle
+ * worker (5.6). Outside threads block on a per-pool broadcast event,
+ * ws_event (5.7). */
 #ifndef WS_SLEEP_H
 #define WS_SLEEP_H
 
 #include "atomics.h"
+#include "fence.h"
 
 /* Futex on Linux; elsewhere a hashed table of mutex+condvar pairs. Both
  * tolerate a wake on an address nobody waits on any more. */
@@ -69,41 +43,15 @@ typedef struct ws_sleep {
 } ws_sleep;
 
 void ws_sleep_init(ws_sleep *s);
-/* Once per process, before the first pool's workers exist: registers for
- * membarrier(2) and, when that works, lets producers skip their fence. */
-void ws_sleep_global_init(void);
-
-/* 1 when producers use the compiler fence (membarrier registered). Set by
- * ws_sleep_global_init() before any pool exists; cleared if a heavy
- * barrier ever fails (sleep.c, sleep_degraded). */
-extern ws_u32 ws__sleep_asym;
-
-/* The producer's half of the store->load barrier: after publishing work,
- * before reading `sleepers`. */
-static inline void ws_sleep_producer_fence(void) {
-  if (ws_u32_load(&ws__sleep_asym, ws_relaxed))
-    ws_compiler_fence();
-  else
-    ws_fence(ws_seq_cst);
-}
-
-/* The heavy half of the same pair, for other store->load pairs whose light
- * side is ws_sleep_producer_fence (visitors.h, submit.c): a seq_cst fence,
- * then, when producers have only a compiler fence, a full barrier in every
- * running thread. Once a heavy barrier has failed, a producer that had read
- * ws__sleep_asym before it was cleared may not be ordered by it: from then
- * on this also sleeps a 10 ms grace period. */
-void ws_heavy_fence(void);
 
 void ws_sleep_wake_one(ws_sleep *s);
 void ws_wait_wake(ws_sleep *s);
-/* Producer side, after the work is visible: a fence (a compiler fence
- * only, see above) and two loads of a line that only changes when a worker
+/* Producer side, after the work is visible: the light fence (fence.h) and two loads of a line that only changes when a worker
  * falls asleep, starts to wait, or wakes; a wake only when someone sleeps.
  * Waiting workers (below) may run this work too, so they are woken first
  * (all of them: their word is a broadcast one). */
 static inline void ws_sleep_notify(ws_sleep *s) {
-  ws_sleep_producer_fence();
+  ws_light_fence();
   if (ws_u32_load(&s->waiters, ws_relaxed) != 0) ws_wait_wake(s);
   if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
   ws_sleep_wake_one(s);

@@ -8,6 +8,8 @@
 
 #include "split.h"
 
+#include "latch.h"
+
 /* The header's inline paths write frames and workers through its own
  * declarations of the same layouts. */
 #define SAME_FIELD(a, fa, b, fb) \
@@ -32,6 +34,9 @@ static void *idle_slots[1] = {idle_slots};
  * limit here. */
 POOL_API __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exec"))) = {
     .top = idle_slots + 1};
+
+/* The calling thread's worker (scheduler.h), set here with the block. */
+__thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 
 void ws_set_self(ws_worker *w) {
   if (w) {
@@ -69,62 +74,41 @@ void ws_frame_exec(ws_task *t, ws_worker *w) {
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
   ws_trace_task(w, (ws_fnptr)f->fn, t0);
+  /* The latch's last touch (latch.h): release for a worker owner (its
+   * acquire load sees the task's effects), seq_cst for an outside one. */
   ws_worker *owner = f->owner;
   if (owner == w) {
     /* Its owner ran it (popped while syncing another frame): nobody waits
-     * for it. Release: as below. */
+     * for it. */
     ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
   } else if (owner) {
-    /* Release: the task's effects are visible to the owner's acquire load.
-     * This store is the last touch of the frame; then the owner, which
-     * may be asleep waiting for it, is told (the pool outlives it). */
     struct pool *p = owner->pool;
     ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_release);
-    ws_wait_notify(&p->sleep);
+    ws_latch_notify(p, WS_WAKE_WORKER);
   } else {
     struct pool *p = f->pool;
     ws_u32_store(&f->state, frame_state(f, FRAME_DONE), ws_seq_cst);
-    ws_event_notify(&p->ext);
+    ws_latch_notify(p, WS_WAKE_OUTSIDE);
   }
 }
 
-/* Private frames (lazy publication, after Lace's split deque).
+/* Private frames (lazy publication, after Lace's split deque; the
+ * arguments are docs/design.md 6.1-6.5).
  *
- * A spawn stays in the owner's private stack [priv_lo, ws_top()), which
- * costs no fence and no atomic RMW, while the public deque still holds work
- * for thieves. The spawn fast path (forkjoin.c, and inline in
- * wspool/inline.h) is taken while ws_top() < pool__tls.limit; `limit` folds
- * every reason to leave it into one relaxed load:
- *   - the stack is full (limit is its end),
- *   - the public deque is empty: the owner closes the path (limit = 0) when
- *     its own pop leaves the deque empty, a thief when it finds the deque
- *     empty or takes its last task (ws_ask_publish),
- *   - tracing is on (the path never opens; every frame goes through the
- *     deque, where the trace sees it run).
- * A closed path sends the next spawn here: it publishes the oldest half of
- * the private frames (the biggest subtrees), or itself when there are none,
- * and reopens the path if the deque then holds work. So parallelism appears
- * as soon as anyone can use it, and a recursion nobody steals from runs at
- * close to plain-call cost.
+ * A spawn stays in the owner's private stack [priv_lo, ws_top()), no fence
+ * and no atomic RMW, while the public deque still holds work for thieves.
+ * The fast path is taken while ws_top() < pool__tls.limit, which folds
+ * every reason to leave it into one relaxed load: the stack is full (limit
+ * is its end); the public deque is empty (the owner's pop or a thief sets
+ * limit 0, ws_ask_publish); tracing is on (the path never opens). A closed
+ * path sends the next spawn here: it publishes the oldest half of the
+ * private frames, or itself, and reopens the path if the deque holds work.
  *
- * Opening races with a thief's closing. A lost close would leave private
- * frames unpublished while a thief waits, e.g. pool_join(a, b) with a long
- * `a` would run serially. The owner opens with: store limit; seq_cst fence;
- * read the deque's top; close again if the deque is empty. A thief closes
- * after its CAS on top with a seq_cst load and store of limit. If the
- * owner's read misses the thief's CAS, the fence precedes that CAS in the
- * single total order S, so the thief's seq_cst load sees the owner's store
- * (C11 fence rules) and its store of 0 comes later in limit's modification
- * order; otherwise the owner sees the steal and closes itself.
- *
- * An owner's pop races with a steal in the same way: the owner's pop stores
- * bottom, fences (seq_cst) and reads top; afterwards ws_pop_own reads top
- * again and closes if the deque is empty. A thief that took a task reads
- * bottom with a seq_cst load after its CAS and closes if the deque is
- * empty. If the owner's read missed the CAS, its fence precedes the CAS in
- * S, so the thief's load sees the owner's new bottom: one of the two sees
- * the deque empty. (A relaxed read of bottom could miss the owner's store
- * on a weakly ordered machine and leave the path open on an empty deque.)
+ * No close is lost (6.4): the owner opens with store limit; seq_cst fence;
+ * read top; close again if empty. A thief closes after its CAS on top with
+ * a seq_cst load and store of limit. Its pop likewise: the owner re-reads
+ * top after its pop, the thief reads bottom (seq_cst) after its CAS, and
+ * one of the two sees the deque empty.
  *
  * Slots below priv_lo and priv_base[-1] hold a marker that is never a frame
  * (the worker's own address), so the inline "is it on top?" check needs no

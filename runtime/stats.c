@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* WSPOOL_STATS=1: a per-worker counters table on stderr when a pool is
- * destroyed, and pool_worker_stats(). The counters themselves live in each
+ * destroyed, and the read of one worker's counters behind
+ * pool_worker_stats() (pool.c). The counters themselves live in each
  * worker (ws_stats, scheduler.h) as single-writer relaxed words, cheap enough
  * to stay on. */
 #include <inttypes.h>
@@ -34,17 +35,4 @@ void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out) {
   out->steal_failures = ws_u64_load(&s->steal_failures, ws_relaxed);
   out->sleeps = ws_u64_load(&s->sleeps, ws_relaxed);
   out->global_taken = ws_u64_load(&s->global_taken, ws_relaxed);
-}
-
-int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out) {
-  int rc;
-  struct pool *p = ws_resolve_err((struct pool *)pool, &rc);
-  if (!p) return rc;
-  if (!out || worker >= p->nthreads) return EINVAL;
-  ws_worker *w = ws_self();
-  bool inside = w && w->pool == p;
-  if (!inside && (rc = ws_enter(p)) != 0) return rc;
-  ws_read_stats(p, worker, out);
-  if (!inside) ws_leave(p);
-  return 0;
 }

@@ -52,58 +52,37 @@ static void uncount_submitted(ws_worker *w, int64_t n) {
   w->announce_idle = true;
 }
 
-void ws_submit_run_here(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
+void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
   fn(arg);
   ws_submit_finished(w);
   ws_counter_add(taken, 1);
   ws_counter_add(&w->stats.tasks, 1);
 }
 
-/* Submit batches (docs/design.md 9.1). pool_submit from a worker appends
- * (fn, arg) to the worker's open batch, one task on its deque that holds up
- * to WS_BATCH_CAP entries; a node and a push per task cost more than the
- * task when tasks are tiny, and a thief's steal then moves up to
- * WS_BATCH_CAP of them.
+/* Submit batches (docs/design.md 9.1, where the arguments are).
+ * pool_submit from a worker appends (fn, arg) to the worker's open batch,
+ * one task on its deque of up to WS_BATCH_CAP entries.
  *
  * `state` is the number of entries the maker has published, or
- * BATCH_CLOSED once a runner took the batch. The maker writes entry i, then
- * CASes state from i to i + 1 (release): a CAS that fails found it closed,
- * so that entry is not in the batch and goes into a new one. Whoever takes
- * the batch off a deque first (its maker's pop or a thief's steal) closes
- * it with an exchange (acquire) that returns how many entries it holds, so
- * exactly one runner gets each published entry.
+ * BATCH_CLOSED once a runner took the batch: the maker writes entry i, then
+ * CASes state from i to i + 1 (release; a failed CAS found it closed, and
+ * the entry goes into a new batch); whoever takes the batch off a deque
+ * first closes it with an exchange (acquire) that returns its count.
  *
- * The runner runs entry 0 and then claims the others one at a time, while
- * the batch's second header, its steal handle, sits on the runner's deque.
- * Whoever takes the handle (a thief, or the runner's own pop deeper in its
- * stack) takes everything the runner has not claimed, as a batch of its
- * own. A runner never holds an entry it has not started, so the rest stays
- * stealable while an entry runs (a task that blocks for a second holds up
- * nothing else).
+ * The runner runs entry 0, then claims the others one at a time while the
+ * batch's second header, its steal handle, sits on its deque; whoever takes
+ * the handle takes everything not yet claimed, as a batch of its own. A
+ * claim is Cilk's THE protocol (Frigo, Leiserson, Randall, PLDI 1998) with
+ * the asymmetric barrier (fence.h) in place of the runner's fence:
+ *     runner, entry i:  next = i + 1; light fence; i < claim_end? run it
+ *     taker:            n0 = next; claim_end = n0; heavy fence; n1 = next;
+ *                       final = n1 + 1; takes [n1, end)
+ * On the runner's own thread the taker needs no fence.
  *
- * A claim is Cilk's THE protocol (Frigo, Leiserson, Randall, PLDI 1998)
- * with the sleep protocol's asymmetric barrier (sleep.h) in place of the
- * runner's fence. The runner claims entry i with
- *     next = i + 1; producer fence; if (i >= limit) resolve with the taker
- * and the handle's taker with
- *     n0 = next; limit = n0; heavy fence; n1 = next; final = n1 + 1
- * taking [n1, end). The fences make the two store->load pairs a Dekker
- * pair: either the taker's second read sees the runner's claim of i (then
- * i < n1 and i stays the runner's), or the runner's read of limit sees the
- * taker's store and the runner waits for `final`, which gives it exactly
- * the entries below n1. When membarrier works the runner's fence is a
- * compiler fence and a claim costs a store and a load on a line nobody
- * else writes; the heavy fence (a membarrier(2)) is paid once per handle a
- * thief takes while entries remain. On the runner's own thread the taker
- * needs no fence: nothing runs between its reads. Without membarrier both
- * fences are seq_cst fences; when membarrier fails after start-up, the
- * heavy fence waits out a grace period instead (sleep.c).
- *
- * Lifetime: up to three references: the maker's (while the batch is its
- * open one), the runner's (until its last claim) and the handle's (while
- * it is on a deque); whoever drops the last frees it. The maker never reads
- * the claim words, `end` or `runner`; the runner sets them before the push
- * of the handle (a release), which the handle's taker acquired. */
+ * Lifetime: up to three references (the maker's while the batch is open,
+ * the runner's until its last claim, the handle's while on a deque); the
+ * last drop frees it. The runner sets the claim words, `end` and `runner`
+ * before the release push of the handle, which the taker acquired. */
 #define BATCH_CLOSED 0x80000000u
 
 typedef struct submit_batch {
@@ -112,7 +91,7 @@ typedef struct submit_batch {
   ws_u32 state;   /* entries published, or BATCH_CLOSED */
   ws_u32 refs;
   ws_u32 next;       /* the runner's: 1 + the last entry it claimed */
-  ws_u32 limit;      /* the taker's: entries from here on may be its */
+  ws_u32 claim_end;  /* the taker's: entries from here on may be its */
   ws_u32 final;      /* the taker's: 1 + the first entry it took; 0 before */
   uint32_t end;      /* entries in all, from the close */
   ws_worker *runner; /* whose deque the handle is on */
@@ -140,11 +119,11 @@ static inline void run_entry(ws_worker *w, const submit_batch *b, uint32_t i) {
 
 /* The runner's claim of entry i >= 1, after the previous one ran. */
 static bool claim(submit_batch *b, uint32_t i) {
-  /* Relaxed store and load, ordered by the producer fence between them
+  /* Relaxed store and load, ordered by the light fence between them
    * against the taker's heavy fence (above). */
   ws_u32_store(&b->next, i + 1, ws_relaxed);
-  ws_sleep_producer_fence();
-  if (i < ws_u32_load(&b->limit, ws_relaxed)) return true;
+  ws_light_fence();
+  if (i < ws_u32_load(&b->claim_end, ws_relaxed)) return true;
   /* The handle's taker is deciding: wait for it (a few microseconds: one
    * membarrier). Acquire: nothing needed beyond its value, which is exact. */
   uint32_t f;
@@ -160,9 +139,9 @@ static bool claim(submit_batch *b, uint32_t i) {
 /* Runs entries [i, end) of b here, in order, where no deque can carry
  * them: entry i as the task already counted taken, the others as if popped
  * from the deque. */
-static void run_rest_here(ws_worker *w, const submit_batch *b, uint32_t i, uint32_t end) {
+static void run_rest_direct(ws_worker *w, const submit_batch *b, uint32_t i, uint32_t end) {
   run_entry(w, b, i);
-  while (++i < end) ws_submit_run_here(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+  while (++i < end) ws_submit_run_direct(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
 }
 
 /* Runs the closed batch b, whose entries [0, end) are all ours, on worker w
@@ -173,14 +152,14 @@ static void batch_run(submit_batch *b, ws_worker *w) {
     /* Relaxed: the push of the handle is a release, and no one else can
      * reach these before it. */
     ws_u32_store(&b->next, 1, ws_relaxed);
-    ws_u32_store(&b->limit, end, ws_relaxed);
+    ws_u32_store(&b->claim_end, end, ws_relaxed);
     ws_u32_store(&b->final, 0, ws_relaxed);
     b->runner = w;
     ws_u32_fetch_add(&b->refs, 1, ws_relaxed); /* the handle's; we hold one */
     if (ws_push(w, &b->handle) != 0) {
       /* The deque cannot grow: run them all here, in order. */
       ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_relaxed);
-      run_rest_here(w, b, 0, end);
+      run_rest_direct(w, b, 0, end);
       batch_release(b);
       return;
     }
@@ -209,7 +188,7 @@ static void batch_exec(ws_task *t, ws_worker *w) {
 static uint32_t take_rest(submit_batch *b, ws_worker *w) {
   uint32_t i = ws_u32_load(&b->next, ws_relaxed);
   if (i >= b->end) return i; /* all claimed: no fence needed */
-  ws_u32_store(&b->limit, i, ws_relaxed);
+  ws_u32_store(&b->claim_end, i, ws_relaxed);
   if (b->runner != w) {
     /* Another thread's runner may be claiming: the heavy half of the
      * pair, then its claims so far. */
@@ -236,7 +215,7 @@ static void handle_exec(ws_task *t, ws_worker *w) {
    * stealable while we run them. */
   submit_batch *nb = batch_new(end - i, 1);
   if (!nb) {
-    run_rest_here(w, b, i, end);
+    run_rest_direct(w, b, i, end);
     batch_release(b);
     return;
   }
@@ -258,7 +237,7 @@ static submit_batch *batch_new(uint32_t n, uint32_t refs) {
   ws_u32_store(&b->state, n, ws_relaxed);
   ws_u32_store(&b->refs, refs, ws_relaxed);
   ws_u32_store(&b->next, 0, ws_relaxed);
-  ws_u32_store(&b->limit, 0, ws_relaxed);
+  ws_u32_store(&b->claim_end, 0, ws_relaxed);
   ws_u32_store(&b->final, 0, ws_relaxed);
   b->end = 0;
   b->runner = NULL;

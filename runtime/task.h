@@ -16,4 +16,8 @@ struct ws_task {
   ws_exec_fn exec;
 };
 
+/* A plain function task, fn(arg): the type of the header's pool_fn
+ * (void (*)(void *)), named here so that layer 0 needs no public header. */
+typedef void (*ws_fn)(void *arg);
+
 #endif /* WS_TASK_H */

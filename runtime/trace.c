@@ -23,34 +23,12 @@ enum { TRACE_CAP = 1 << 16 };
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *trace_file;      /* NULL: tracing off (or closed at exit) */
-static uint64_t trace_epoch;  /* CLOCK_MONOTONIC ns at start */
+static uint64_t trace_epoch;  /* CLOCK_MONOTONIC ns at start: the file's 0 */
 static unsigned trace_next_pid = 1;
 static bool trace_first = true;
 /* Pools being traced and not yet destroyed, written at exit. */
 static struct pool **live;
 static size_t nlive, caplive;
-
-static uint64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-uint64_t ws_trace_now(void) { return mono_ns() - trace_epoch; }
-
-void ws_trace_record(ws_trace_buf *b, uint32_t kind, ws_fnptr what, uint64_t t0, uint32_t arg) {
-  /* Single writer (the worker); the relaxed load of its own count is exact. */
-  uint64_t n = ws_u64_load(&b->count, ws_relaxed);
-  if (n >= b->cap) return;
-  ws_trace_event *e = &b->ev[n];
-  e->t0 = t0;
-  e->t1 = kind == WS_EV_STEAL ? t0 : ws_trace_now();
-  e->what = what;
-  e->kind = kind;
-  e->arg = arg;
-  /* Release: the exit-time writer, reading a live pool, sees whole events. */
-  ws_u64_store(&b->count, n + 1, ws_release);
-}
 
 static void sep(void) {
   fputs(trace_first ? "\n" : ",\n", trace_file);
@@ -96,7 +74,7 @@ static void write_pool(struct pool *p) {
     for (uint64_t k = 0; k < n; k++) {
       ws_trace_event *e = &b->ev[k];
       sep();
-      double ts = (double)e->t0 / 1e3, dur = (double)(e->t1 - e->t0) / 1e3;
+      double ts = (double)(e->t0 - trace_epoch) / 1e3, dur = (double)(e->t1 - e->t0) / 1e3;
       switch (e->kind) {
       case WS_EV_TASK:
         fputs("{\"name\":", trace_file);
@@ -122,7 +100,7 @@ static void write_pool(struct pool *p) {
       fprintf(trace_file,
               "{\"name\":\"trace buffer full: recording stopped\",\"ph\":\"i\",\"s\":\"t\","
               "\"pid\":%u,\"tid\":%u,\"ts\":%.3f}",
-              p->trace_pid, i, (double)b->ev[n - 1].t1 / 1e3);
+              p->trace_pid, i, (double)(b->ev[n - 1].t1 - trace_epoch) / 1e3);
     }
   }
   fflush(trace_file);
@@ -187,7 +165,7 @@ static void trace_init(void) {
   /* Flushed, as after every write: a fork()ed child's copy of the stream
    * then holds no buffered bytes it would write again at its exit. */
   fflush(f);
-  trace_epoch = mono_ns();
+  trace_epoch = ws_trace_now();
   trace_file = f;
   atexit(trace_at_exit);
 }

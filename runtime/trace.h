@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Layer 0: a worker's trace buffer and its recording (trace.c, which also
- * writes the file: api.h).
+/* Layer 0: a worker's trace buffer and its recording, here; trace.c
+ * (layer 2, api.h) gives pools their buffers and writes the file.
  * WSPOOL_TRACE=file.json: a Chrome trace-event file (Perfetto,
  * chrome://tracing). A process track per pool, a thread track per worker, a
  * slice per task run (named after its function where dladdr can), steal
@@ -12,6 +12,7 @@
 #define WS_TRACE_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "atomics.h"
 
@@ -22,7 +23,7 @@ enum ws_trace_kind { WS_EV_TASK, WS_EV_STEAL, WS_EV_SLEEP };
 typedef void (*ws_fnptr)(void);
 
 typedef struct ws_trace_event {
-  uint64_t t0, t1;  /* ns since the trace started */
+  uint64_t t0, t1;  /* CLOCK_MONOTONIC ns (the file shows them from its start) */
   ws_fnptr what;    /* the task's function, or NULL */
   uint32_t kind;
   uint32_t arg;     /* the victim of a steal */
@@ -34,9 +35,27 @@ typedef struct ws_trace_buf {
   ws_trace_event ev[];
 } ws_trace_buf;
 
-uint64_t ws_trace_now(void);
+static inline uint64_t ws_trace_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* Record into b; stops silently (the file says so) when b is full. */
-void ws_trace_record(ws_trace_buf *b, uint32_t kind, ws_fnptr what, uint64_t t0, uint32_t arg);
+static inline void ws_trace_record(ws_trace_buf *b, uint32_t kind, ws_fnptr what, uint64_t t0,
+                                   uint32_t arg) {
+  /* Single writer (the worker); the relaxed load of its own count is exact. */
+  uint64_t n = ws_u64_load(&b->count, ws_relaxed);
+  if (n >= b->cap) return;
+  ws_trace_event *e = &b->ev[n];
+  e->t0 = t0;
+  e->t1 = kind == WS_EV_STEAL ? t0 : ws_trace_now();
+  e->what = what;
+  e->kind = kind;
+  e->arg = arg;
+  /* Release: the exit-time writer, reading a live pool, sees whole events. */
+  ws_u64_store(&b->count, n + 1, ws_release);
+}
 
 
 #endif /* WS_TRACE_H */

@@ -2,8 +2,8 @@
 /* Visitors (docs/design.md 10.1): the light entry gate of outside
  * submissions. Each thread that submits from outside has a slot in a
  * process-wide registry that names the pool it is submitting to, or none.
- * Entering is a plain store to the thread's own slot and the producer's
- * fence of the sleep protocol (a compiler fence where membarrier(2) works),
+ * Entering is a plain store to the thread's own slot and the light fence
+ * (fence.h: a compiler fence where membarrier(2) works),
  * then a load of the pool's CLOSED bit; no read-modify-write of a shared
  * line. Destroy, after setting CLOSED, makes the heavy fence
  * (ws_heavy_fence) and waits until no slot names its pool: a store-buffering
@@ -15,7 +15,7 @@
 #include <stdbool.h>
 
 #include "atomics.h"
-#include "sleep.h"
+#include "fence.h"
 
 typedef struct ws_visitor {
   ws_ptr target;           /* the pool being visited, or NULL */
@@ -31,11 +31,11 @@ extern __thread ws_visitor ws__visitor __attribute__((tls_model("initial-exec"))
 bool ws_visitor_list(void);
 
 /* Begin a visit of `pool` (the slot must be listed): the slot names it,
- * then the producer's fence. The caller then loads the pool's CLOSED bit
+ * then the light fence. The caller then loads the pool's CLOSED bit
  * and calls ws_visit_end if it is set. */
 static inline void ws_visit_begin(void *pool) {
   ws_ptr_store(&ws__visitor.target, pool, ws_relaxed);
-  ws_sleep_producer_fence();
+  ws_light_fence();
 }
 
 /* End the visit. Release: everything the visitor did to the pool happens

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The worker: its search order, its idle and sleep path, and the helping
- * and blocking waits every other mechanism builds on.
+/* The worker: its search order and its idle and sleep path. The waits of
+ * everything else (help while waiting, block outside) are latch.c.
  *
- * Search order (seed 004, Duffy; seed 002, Blumofe-Leiserson):
+ * Search order (Duffy's work-stealing thread pool; Blumofe and Leiserson's
+ * randomized work stealing):
  *   1. own deque, LIFO end (no lock; hot in cache)
  *   2. the global queue (a lane's lock, only when its hint says non-empty,
  *      full lanes first: take_global; never waited for: ws_gqueue_pop_batch)
  *   3. steal, FIFO end, from victims in random order, nearest level first
  * An idle worker repeats this with sched_yield() between failed rounds
- * (seed 002's multiprogramming variant) before it sleeps (sleep.h). */
+ * (the multiprogramming variant of Arora, Blumofe and Plaxton) before it
+ * sleeps (sleep.h). */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -16,18 +18,10 @@
 
 #include "split.h"
 
-__thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
-
 /* Failed rounds before an idle worker sleeps: about 0.1 ms of polling with
  * one worker (more when workers outnumber CPUs, as each round yields), short
  * enough that an idle pool costs nothing measurable. */
 enum { SPIN_ROUNDS = 64 };
-
-/* A waiting worker's looks for work before it sleeps (help_wait): a few
- * with a pause between them, then with a yield, about 0.1 ms in all with
- * one worker per CPU; far less than the wake-up it avoids when the wait is
- * short, nothing beside a wait that is long. */
-enum { WAIT_RELAX_ROUNDS = 32, WAIT_SPIN_ROUNDS = 96 };
 
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
@@ -79,8 +73,8 @@ static size_t take_global(ws_worker *w, ws_gitem *it, bool full) {
 
 /* Plain entries taken off the global queue, run on the spot: there was no
  * memory for their batch, and they are ours now. */
-static void run_here(ws_worker *w, const ws_gitem *it, size_t n) {
-  for (size_t i = 0; i < n; i++) ws_submit_run_here(w, it[i].fn, it[i].arg, &w->stats.global_pops);
+static void run_unbatched(ws_worker *w, const ws_gitem *it, size_t n) {
+  for (size_t i = 0; i < n; i++) ws_submit_run_direct(w, it[i].fn, it[i].arg, &w->stats.global_pops);
 }
 
 /* One lock acquisition takes up to GQ_BATCH entries of a lane of the
@@ -111,7 +105,7 @@ static ws_task *from_global(ws_worker *w, bool full) {
     if (b)
       t[k++] = b;
     else
-      run_here(w, it + start, end - start);
+      run_unbatched(w, it + start, end - start);
     end = start;
   }
   if (k == 0) return NULL;
@@ -127,9 +121,6 @@ static ws_task *from_global(ws_worker *w, bool full) {
   return first;
 }
 
-static inline bool across_nodes(const ws_worker *a, const ws_worker *b) {
-  return a->numa != b->numa && a->numa >= 0 && b->numa >= 0;
-}
 
 /* Steals from victim v; NULL when it found nothing. Counted a steal (and a
  * remote one across NUMA nodes), or a steal failure. */
@@ -142,7 +133,7 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
       if (ws_deque_empty_after_steal(&v->dq)) ws_ask_publish(v);
       ws_counter_add(&w->stats.steals, 1);
       if (w->trace) ws_trace_record(w->trace, WS_EV_STEAL, NULL, ws_trace_now(), v->id);
-      if (across_nodes(w, v)) ws_counter_add(&w->stats.steals_remote, 1);
+      if (ws_across_nodes(w, v)) ws_counter_add(&w->stats.steals_remote, 1);
       return t;
     }
     ws_counter_add(&w->stats.steal_failures, 1);
@@ -157,20 +148,6 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
       return NULL;
     }
   }
-}
-
-/* A task taken from `from`'s deque (w's own: a pop) ran no task after all:
- * a submit batch's steal handle whose runner claimed the last entry first
- * (submit.c). The take is undone, the steal counted as a failed one, so
- * that the statistics count each submitted task once. */
-void ws_uncount_take(ws_worker *w, const ws_worker *from) {
-  if (from == w) {
-    ws_counter_add(&w->stats.local_pops, (uint64_t)-1);
-    return;
-  }
-  ws_counter_add(&w->stats.steals, (uint64_t)-1);
-  if (across_nodes(w, from)) ws_counter_add(&w->stats.steals_remote, (uint64_t)-1);
-  ws_counter_add(&w->stats.steal_failures, 1);
 }
 
 static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
@@ -226,127 +203,12 @@ static ws_task *find_work(ws_worker *w, ws_worker *hint, bool full) {
 
 ws_task *ws_find_work(ws_worker *w, ws_worker *hint) { return find_work(w, hint, false); }
 
-/* Work a waiting worker may take: its own deque always (those are the
- * waiter's own children, what a sequential program would run right here);
- * foreign work only while its stack allows (the documented helping bound). */
-static ws_task *help_find(ws_worker *w, ws_worker *hint) {
-  if (ws_may_help(w)) return ws_find_work(w, hint);
+ws_task *ws_find_own_work(ws_worker *w) {
   ws_task *t = ws_pop_own(w);
   if (!t) return nothing_found(w);
   ws_counter_add(&w->stats.local_pops, 1);
   return t;
 }
-
-/* A waiting worker's condition: *word == value, or (*count & mask) == 0. */
-typedef struct wait_cond {
-  ws_u32 *word;
-  uint32_t value;
-  ws_i64 *count;
-  int64_t mask;
-} wait_cond;
-
-static inline bool wait_done(const wait_cond *c) {
-  /* Acquire: what the completer did before its release store/RMW is
-   * visible to the waiter once it returns. */
-  if (c->word) return ws_u32_load(c->word, ws_acquire) == c->value;
-  return (ws_i64_load(c->count, ws_acquire) & c->mask) == 0;
-}
-
-/* Helps until the condition holds (docs/design.md 5.6, "Waiting workers
- * sleep"): runs what help_find gives it; after WAIT_SPIN_ROUNDS looks that
- * found nothing (the first WAIT_RELAX_ROUNDS with a pause between them,
- * the rest with a yield) it sleeps on the pool's waiter word until the
- * condition's completer or a producer of work wakes it. Private frames it
- * still holds are published first, so nothing it owns is hidden while it
- * sleeps. */
-static void help_wait(ws_worker *w, const wait_cond *c, ws_worker *hint) {
-  ws_sleep *s = &w->pool->sleep;
-  unsigned idle = 0;
-  while (!wait_done(c)) {
-    ws_task *t = help_find(w, hint);
-    if (t) {
-      ws_run(w, t);
-      idle = 0;
-      continue;
-    }
-    if (++idle < WAIT_SPIN_ROUNDS) {
-      if (idle < WAIT_RELAX_ROUNDS)
-        ws_cpu_relax();
-      else
-        sched_yield();
-      continue;
-    }
-    size_t npriv = (size_t)(ws_top() - w->priv_lo);
-    if (npriv) {
-      ws_publish(w, npriv);
-      /* Published (now in the deque, where help_find sees them): look
-       * again. If the deque could not grow, sleep all the same. */
-      if ((size_t)(ws_top() - w->priv_lo) < npriv) {
-        idle = 0;
-        continue;
-      }
-    }
-    uint32_t e = ws_wait_prepare(s);
-    if (wait_done(c)) {
-      ws_wait_cancel(s);
-      break;
-    }
-    t = help_find(w, hint);
-    if (t || (ws_may_help(w) && ws_global_maybe_nonempty(w->pool))) {
-      /* Work, or a lane whose lock was held (ws_gqueue_pop_batch). */
-      ws_wait_cancel(s);
-      if (t) ws_run(w, t);
-      idle = 0;
-      continue;
-    }
-    ws_wait_commit(s, e);
-    idle = 0;
-  }
-}
-
-void ws_help_until_value(ws_worker *w, ws_u32 *word, uint32_t value, ws_worker *hint) {
-  wait_cond c = {word, value, NULL, 0};
-  help_wait(w, &c, hint);
-}
-
-void ws_help_until_zero(ws_worker *w, ws_i64 *count, int64_t mask) {
-  wait_cond c = {NULL, 0, count, mask};
-  help_wait(w, &c, NULL);
-}
-
-/* Outside threads block on the pool's event until done(ctx). done must read
- * its condition with seq_cst loads: after the registration (a seq_cst RMW)
- * they are the waiter's half of the Dekker pair with the finisher's fence
- * (sleep.h). */
-static void block_until(struct pool *p, bool (*done)(void *ctx), void *ctx) {
-  if (done(ctx)) return;
-  ws_event_prepare(&p->ext);
-  for (;;) {
-    uint32_t e = ws_event_epoch(&p->ext);
-    if (done(ctx)) break;
-    ws_event_wait(&p->ext, e);
-  }
-  ws_event_finish(&p->ext);
-}
-
-typedef struct word_is {
-  ws_u32 *word;
-  uint32_t value;
-} word_is;
-
-static bool word_reached(void *ctx) {
-  word_is *c = ctx;
-  return ws_u32_load(c->word, ws_seq_cst) == c->value;
-}
-
-void ws_block_until_value(struct pool *p, ws_u32 *word, uint32_t value) {
-  word_is c = {word, value};
-  block_until(p, word_reached, &c);
-}
-
-static bool submits_idle(void *ctx) { return ws_submits_idle(ctx); }
-
-void ws_block_until_idle(struct pool *p) { block_until(p, submits_idle, p); }
 
 /* Idle: failed rounds with a yield between them, then the sleep protocol.
  * The first PARTIAL_AFTER rounds leave short lanes to fill up. */

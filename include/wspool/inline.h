@@ -115,8 +115,8 @@ extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exe
  * which callers that do not inline reach. The spawn's is a statement that
  * returns 0 from the function it is written in when it applies: a macro,
  * so that the inline pool_spawn() compiles to exactly the code it would
- * if written out (a nested inline function returning a flag changed the
- * code callers got and cost nqueens' spawn/sync a few per cent). */
+ * if written out, with no flag returned through a nested inline function
+ * for the compiler to test again (docs/design.md 8.1). */
 #define POOL__SPAWN_FAST(pool, task, fn, arg)                                                  \
   do {                                                                                         \
     if (__builtin_expect((task) && (fn) && (!(pool) || (void *)(pool) == pool__tls.pool), 1)) { \

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* The completion latch's wait (latch.h; docs/design.md 5.6, 5.7). */
+#include "latch.h"
+
+#include <sched.h>
+
+#include "split.h"
+
+/* A waiting worker's looks for work before it sleeps: paused, then yielding;
+ * about 0.1 ms in all (design.md 5.6). */
+enum { WAIT_RELAX_ROUNDS = 32, WAIT_SPIN_ROUNDS = 96 };
+
+/* seq_cst for an outside waiter (its half of the event's Dekker pair),
+ * acquire for a worker (ws_wait_prepare's fence is its half). */
+static bool holds(struct pool *p, const ws_latch *l, ws_order mo) {
+  switch (l->kind) {
+  case WS_LATCH_VALUE:
+    return ws_u32_load(l->word, mo) == l->value;
+  case WS_LATCH_ZERO:
+    return (ws_i64_load(l->count, mo) & l->mask) == 0;
+  default:
+    return ws_submits_idle(p);
+  }
+}
+
+/* Its own deque always; foreign work only while its stack allows (7.3). */
+static ws_task *help_find(ws_worker *w, ws_worker *hint) {
+  return ws_may_help(w) ? ws_find_work(w, hint) : ws_find_own_work(w);
+}
+
+/* A worker helps until the latch holds; after WAIT_SPIN_ROUNDS empty looks
+ * it publishes its private frames and sleeps on the pool's waiter word. */
+static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
+  struct pool *p = w->pool;
+  ws_sleep *s = &p->sleep;
+  unsigned idle = 0;
+  while (!holds(p, l, ws_acquire)) {
+    ws_task *t = help_find(w, hint);
+    if (t) {
+      ws_run(w, t);
+      idle = 0;
+      continue;
+    }
+    if (++idle < WAIT_SPIN_ROUNDS) {
+      if (idle < WAIT_RELAX_ROUNDS)
+        ws_cpu_relax();
+      else
+        sched_yield();
+      continue;
+    }
+    size_t npriv = (size_t)(ws_top() - w->priv_lo);
+    if (npriv) {
+      ws_publish(w, npriv);
+      /* Published (now in the deque, where help_find sees them): look
+       * again. If the deque could not grow, sleep all the same. */
+      if ((size_t)(ws_top() - w->priv_lo) < npriv) {
+        idle = 0;
+        continue;
+      }
+    }
+    uint32_t e = ws_wait_prepare(s);
+    if (holds(p, l, ws_acquire)) {
+      ws_wait_cancel(s);
+      break;
+    }
+    t = help_find(w, hint);
+    if (t || (ws_may_help(w) && ws_global_maybe_nonempty(p))) {
+      /* Work, or a lane whose lock was held (ws_gqueue_pop_batch). */
+      ws_wait_cancel(s);
+      if (t) ws_run(w, t);
+      idle = 0;
+      continue;
+    }
+    ws_wait_commit(s, e);
+    idle = 0;
+  }
+}
+
+/* Sets the waiter bit of a ZERO latch after the registration (a completer
+ * that sees it sees the registration), or clears it once the count is zero
+ * (no completer decides on it then; a reused object wakes nobody). */
+static void mark_waiter(const ws_latch *l, bool set) {
+  int64_t v = ws_i64_load(l->count, ws_relaxed);
+  if (set) {
+    while ((v & l->mask) != 0 && !(v & l->waiter_bit) &&
+           !ws_i64_cas(l->count, &v, v | l->waiter_bit, ws_seq_cst)) {
+    }
+  } else {
+    while ((v & l->waiter_bit) && (v & l->mask) == 0 &&
+           !ws_i64_cas(l->count, &v, v & ~l->waiter_bit, ws_acq_rel)) {
+    }
+  }
+}
+
+/* Any other thread blocks on the pool's event (sleep.h). */
+static void block(struct pool *p, const ws_latch *l) {
+  if (holds(p, l, ws_seq_cst)) return;
+  ws_event_prepare(&p->ext);
+  bool flag = l->kind == WS_LATCH_ZERO && l->waiter_bit;
+  if (flag) mark_waiter(l, true);
+  for (;;) {
+    uint32_t e = ws_event_epoch(&p->ext);
+    if (holds(p, l, ws_seq_cst)) break;
+    ws_event_wait(&p->ext, e);
+  }
+  ws_event_finish(&p->ext);
+  if (flag) mark_waiter(l, false);
+}
+
+void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint) {
+  ws_worker *w = ws_self();
+  if (w && w->pool == p)
+    help(w, l, hint);
+  else
+    block(p, l);
+}

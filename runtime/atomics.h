@@ -17,6 +17,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The chaos build (-Dchaos=true; docs/design.md 15): before and after
+ * every atomic access and fence below, the calling thread may yield or
+ * spin a while, as its own generator decides (chaos.c), so that schedules
+ * which two cores rarely run happen on purpose. Other builds: no code. */
+#ifdef WS_CHAOS
+void ws_chaos_point(void);
+#define WS__CHAOTIC(expr) \
+  __extension__({ ws_chaos_point(); __typeof__(expr) ws__v = (expr); ws_chaos_point(); ws__v; })
+#define WS__CHAOTIC_DO(stmt) do { ws_chaos_point(); stmt; ws_chaos_point(); } while (0)
+#else
+#define WS__CHAOTIC(expr) (expr)
+#define WS__CHAOTIC_DO(stmt) do { stmt; } while (0)
+#endif
+
 #if defined(WS_ATOMICS_AO)
 #include <atomic_ops.h>
 typedef enum {
@@ -42,24 +56,24 @@ typedef enum {
 _Static_assert(sizeof(AO_t) == 8, "the libatomic_ops backend needs a 64-bit AO_t");
 
 static inline void ws_fence(ws_order o) {
-  if (o != ws_relaxed) AO_nop_full();
+  if (o != ws_relaxed) WS__CHAOTIC_DO(AO_nop_full());
 }
 /* Orders memory accesses for the compiler only (no instruction): the light
- * half of an asymmetric fence pair (sleep.c). */
-static inline void ws_compiler_fence(void) { AO_compiler_barrier(); }
+ * half of an asymmetric fence pair (fence.h). */
+static inline void ws_compiler_fence(void) { WS__CHAOTIC_DO(AO_compiler_barrier()); }
 
 static inline AO_t ws__ao_load(const volatile AO_t *p, ws_order o) {
   switch (o) {
-  case ws_relaxed: return AO_load(p);
-  case ws_acquire: return AO_load_acquire(p);
-  default: return AO_load_full(p);
+  case ws_relaxed: return WS__CHAOTIC(AO_load(p));
+  case ws_acquire: return WS__CHAOTIC(AO_load_acquire(p));
+  default: return WS__CHAOTIC(AO_load_full(p));
   }
 }
 static inline void ws__ao_store(volatile AO_t *p, AO_t v, ws_order o) {
   switch (o) {
-  case ws_relaxed: AO_store(p, v); break;
-  case ws_release: AO_store_release(p, v); break;
-  default: AO_store_full(p, v); break;
+  case ws_relaxed: WS__CHAOTIC_DO(AO_store(p, v)); break;
+  case ws_release: WS__CHAOTIC_DO(AO_store_release(p, v)); break;
+  default: WS__CHAOTIC_DO(AO_store_full(p, v)); break;
   }
 }
 
@@ -74,10 +88,10 @@ static inline void ws_abi_store(uintptr_t *p, uintptr_t v, ws_order o) {
 }
 static inline AO_t ws__ao_faa(volatile AO_t *p, AO_t v, ws_order o) {
   switch (o) {
-  case ws_relaxed: return AO_fetch_and_add(p, v);
-  case ws_acquire: return AO_fetch_and_add_acquire(p, v);
-  case ws_release: return AO_fetch_and_add_release(p, v);
-  default: return AO_fetch_and_add_full(p, v);
+  case ws_relaxed: return WS__CHAOTIC(AO_fetch_and_add(p, v));
+  case ws_acquire: return WS__CHAOTIC(AO_fetch_and_add_acquire(p, v));
+  case ws_release: return WS__CHAOTIC(AO_fetch_and_add_release(p, v));
+  default: return WS__CHAOTIC(AO_fetch_and_add_full(p, v));
   }
 }
 /* A failed CAS only loads, so the failure order is implied by the success
@@ -85,10 +99,10 @@ static inline AO_t ws__ao_faa(volatile AO_t *p, AO_t v, ws_order o) {
 static inline bool ws__ao_cas(volatile AO_t *p, AO_t *expected, AO_t desired, ws_order o) {
   AO_t seen;
   switch (o) {
-  case ws_relaxed: seen = AO_fetch_compare_and_swap(p, *expected, desired); break;
-  case ws_acquire: seen = AO_fetch_compare_and_swap_acquire(p, *expected, desired); break;
-  case ws_release: seen = AO_fetch_compare_and_swap_release(p, *expected, desired); break;
-  default: seen = AO_fetch_compare_and_swap_full(p, *expected, desired); break;
+  case ws_relaxed: seen = WS__CHAOTIC(AO_fetch_compare_and_swap(p, *expected, desired)); break;
+  case ws_acquire: seen = WS__CHAOTIC(AO_fetch_compare_and_swap_acquire(p, *expected, desired)); break;
+  case ws_release: seen = WS__CHAOTIC(AO_fetch_compare_and_swap_release(p, *expected, desired)); break;
+  default: seen = WS__CHAOTIC(AO_fetch_compare_and_swap_full(p, *expected, desired)); break;
   }
   if (seen == *expected) return true;
   *expected = seen;
@@ -103,25 +117,25 @@ static inline AO_t ws__ao_xchg(volatile AO_t *p, AO_t v, ws_order o) {
 
 static inline unsigned ws__ao_load32(const volatile unsigned *p, ws_order o) {
   switch (o) {
-  case ws_relaxed: return AO_int_load(p);
-  case ws_acquire: return AO_int_load_acquire(p);
-  default: return AO_int_load_full(p);
+  case ws_relaxed: return WS__CHAOTIC(AO_int_load(p));
+  case ws_acquire: return WS__CHAOTIC(AO_int_load_acquire(p));
+  default: return WS__CHAOTIC(AO_int_load_full(p));
   }
 }
 static inline void ws__ao_store32(volatile unsigned *p, unsigned v, ws_order o) {
   switch (o) {
-  case ws_relaxed: AO_int_store(p, v); break;
-  case ws_release: AO_int_store_release(p, v); break;
-  default: AO_int_store_full(p, v); break;
+  case ws_relaxed: WS__CHAOTIC_DO(AO_int_store(p, v)); break;
+  case ws_release: WS__CHAOTIC_DO(AO_int_store_release(p, v)); break;
+  default: WS__CHAOTIC_DO(AO_int_store_full(p, v)); break;
   }
 }
 static inline unsigned ws__ao_faa32(volatile unsigned *p, unsigned v, ws_order o) {
   (void)o;
-  return AO_int_fetch_and_add_full(p, v);
+  return WS__CHAOTIC(AO_int_fetch_and_add_full(p, v));
 }
 static inline bool ws__ao_cas32(volatile unsigned *p, unsigned *expected, unsigned desired, ws_order o) {
   (void)o;
-  unsigned seen = AO_int_fetch_compare_and_swap_full(p, *expected, desired);
+  unsigned seen = WS__CHAOTIC(AO_int_fetch_compare_and_swap_full(p, *expected, desired));
   if (seen == *expected) return true;
   *expected = seen;
   return false;
@@ -172,19 +186,21 @@ static inline volatile uint32_t *ws_u32_addr(ws_u32 *a) { return (volatile uint3
 
 #else /* C11 */
 
-static inline void ws_fence(ws_order o) { atomic_thread_fence((memory_order)o); }
+static inline void ws_fence(ws_order o) { WS__CHAOTIC_DO(atomic_thread_fence((memory_order)o)); }
 /* Orders memory accesses for the compiler only (no instruction): the light
- * half of an asymmetric fence pair (sleep.c). */
-static inline void ws_compiler_fence(void) { atomic_signal_fence(memory_order_seq_cst); }
+ * half of an asymmetric fence pair (fence.h). */
+static inline void ws_compiler_fence(void) {
+  WS__CHAOTIC_DO(atomic_signal_fence(memory_order_seq_cst));
+}
 /* A word of the public header's inline ABI, declared there as a plain
  * uintptr_t (the header cannot use _Atomic, which C++ does not have):
  * accessed with the same GNU builtins the header uses, which compile to
  * the C11 atomics and which ThreadSanitizer instruments alike. */
 static inline uintptr_t ws_abi_load(const uintptr_t *p, ws_order o) {
-  return __atomic_load_n(p, (int)o);
+  return WS__CHAOTIC(__atomic_load_n(p, (int)o));
 }
 static inline void ws_abi_store(uintptr_t *p, uintptr_t v, ws_order o) {
-  __atomic_store_n(p, v, (int)o);
+  WS__CHAOTIC_DO(__atomic_store_n(p, v, (int)o));
 }
 
 /* Failure order of a CAS: the strongest one allowed for the success order
@@ -201,21 +217,21 @@ static inline memory_order ws__fail_order(ws_order o) {
 #define WS_ATOMIC_WORD(name, T)                                                                \
   typedef struct { _Atomic(T) v; } name;                                                       \
   static inline T name##_load(const name *a, ws_order o) {                                     \
-    return atomic_load_explicit((_Atomic(T) *)&a->v, (memory_order)o);                         \
+    return WS__CHAOTIC(atomic_load_explicit((_Atomic(T) *)&a->v, (memory_order)o));            \
   }                                                                                            \
   static inline void name##_store(name *a, T x, ws_order o) {                                  \
-    atomic_store_explicit(&a->v, x, (memory_order)o);                                          \
+    WS__CHAOTIC_DO(atomic_store_explicit(&a->v, x, (memory_order)o));                          \
   }                                                                                            \
   static inline T name##_xchg(name *a, T x, ws_order o) {                                      \
-    return atomic_exchange_explicit(&a->v, x, (memory_order)o);                                \
+    return WS__CHAOTIC(atomic_exchange_explicit(&a->v, x, (memory_order)o));                   \
   }                                                                                            \
   static inline bool name##_cas(name *a, T *exp, T des, ws_order o) {                          \
-    return atomic_compare_exchange_strong_explicit(&a->v, exp, des, (memory_order)o,           \
-                                                   ws__fail_order(o));                         \
+    return WS__CHAOTIC(atomic_compare_exchange_strong_explicit(&a->v, exp, des, (memory_order)o, \
+                                                               ws__fail_order(o)));            \
   }
 #define WS_ATOMIC_ARITH(name, T)                                                               \
   static inline T name##_fetch_add(name *a, T x, ws_order o) {                                 \
-    return atomic_fetch_add_explicit(&a->v, x, (memory_order)o);                               \
+    return WS__CHAOTIC(atomic_fetch_add_explicit(&a->v, x, (memory_order)o));                  \
   }
 
 WS_ATOMIC_WORD(ws_i64, int64_t)

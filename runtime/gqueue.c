@@ -5,18 +5,41 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { GQ_INITIAL = 256 };
 
+/* Grown rings (above the first size) are mapped pages of their own, so
+ * that freeing one gives its memory back to the system at once: from
+ * malloc, a ring freed by a worker returns to the arena of the producer
+ * that grew it, whose trim threshold glibc raises as large blocks come
+ * and go, and stays resident (design.md 3). */
+enum { RING_MAPPED = 2 * GQ_INITIAL * sizeof(ws_gitem) };
+
+static ws_gitem *ring_alloc(size_t cap) {
+  size_t bytes = cap * sizeof(ws_gitem);
+  if (bytes < RING_MAPPED) return malloc(bytes);
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+static void ring_free(ws_gitem *ring, size_t cap) {
+  size_t bytes = cap * sizeof(ws_gitem);
+  if (bytes < RING_MAPPED)
+    free(ring);
+  else if (ring)
+    munmap(ring, bytes);
+}
+
 int ws_gqueue_init(ws_gqueue *q) {
   memset(q, 0, sizeof(*q));
-  q->ring = malloc(GQ_INITIAL * sizeof(ws_gitem));
+  q->ring = ring_alloc(GQ_INITIAL);
   if (!q->ring) return ENOMEM;
   q->cap = GQ_INITIAL;
   pthread_mutexattr_t attr;
   int rc = pthread_mutexattr_init(&attr);
   if (rc) {
-    free(q->ring);
+    ring_free(q->ring, q->cap);
     return rc;
   }
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
@@ -29,7 +52,7 @@ int ws_gqueue_init(ws_gqueue *q) {
   rc = pthread_mutex_init(&q->lock, &attr);
   pthread_mutexattr_destroy(&attr);
   if (rc) {
-    free(q->ring);
+    ring_free(q->ring, q->cap);
     return rc;
   }
   ws_i64_store(&q->size_hint, 0, ws_relaxed);
@@ -39,8 +62,19 @@ int ws_gqueue_init(ws_gqueue *q) {
 
 void ws_gqueue_destroy(ws_gqueue *q, bool owned) {
   if (owned) pthread_mutex_destroy(&q->lock);
-  free(q->ring);
+  ring_free(q->ring, q->cap);
   q->ring = NULL;
+}
+
+/* Under the lock: the entries into `ring` of `cap` slots (at least count),
+ * in order from its front; the old ring is freed. */
+static void move_ring(ws_gqueue *q, ws_gitem *ring, size_t cap) {
+  for (size_t i = 0; i < q->count; i++) ring[i] = q->ring[(q->head + i) % q->cap];
+  ring_free(q->ring, q->cap);
+  q->ring = ring;
+  q->cap = cap;
+  q->head = 0;
+  ws_u32_store(&q->grown, cap > GQ_INITIAL, ws_relaxed);
 }
 
 /* Room for `more` entries: doubles the ring as often as needed. */
@@ -51,14 +85,18 @@ static int reserve(ws_gqueue *q, size_t more) {
     if (cap > SIZE_MAX / 2 / sizeof(ws_gitem)) return ENOMEM;
     cap *= 2;
   }
-  ws_gitem *ring = malloc(cap * sizeof(ws_gitem));
+  ws_gitem *ring = ring_alloc(cap);
   if (!ring) return ENOMEM;
-  for (size_t i = 0; i < q->count; i++) ring[i] = q->ring[(q->head + i) % q->cap];
-  free(q->ring);
-  q->ring = ring;
-  q->cap = cap;
-  q->head = 0;
+  move_ring(q, ring, cap);
   return 0;
+}
+
+void ws_gqueue_trim(ws_gqueue *q) {
+  if (pthread_mutex_trylock(&q->lock) != 0) return;
+  ws_gitem *ring;
+  if (q->count == 0 && q->cap > GQ_INITIAL && (ring = ring_alloc(GQ_INITIAL)) != NULL)
+    move_ring(q, ring, GQ_INITIAL);
+  pthread_mutex_unlock(&q->lock);
 }
 
 /* Under the lock: the hint for lock-free "is anything there" checks

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One lane of the pool's global queue: where work submitted from outside
- * the pool goes (Duffy's "global queue protected by a global lock", seed
- * 004; the pool has WS_LANES of them, docs/design.md 3.1). FIFO, a growable
+ * the pool goes (Duffy's "global queue protected by a global lock"; the
+ * pool has WS_LANES of them, docs/design.md 3.1). FIFO, a growable
  * ring under one mutex. Workers look here after their own deque and before
  * stealing. `size_hint` (0 when empty, 1 when it holds fewer than
  * WS_GQ_FULL entries, 2 when at least) lets a worker skip the lock when the
@@ -40,6 +40,7 @@ typedef struct ws_gqueue {
    * submissions (submit.c, "Completion accounting"). Written under the lock,
    * read without it. */
   ws_u64 fns_pushed;
+  ws_u32 grown; /* 1 while the ring is larger than its first size: a hint */
   WS_ALIGNED ws_i64 size_hint;
 } ws_gqueue;
 
@@ -60,6 +61,12 @@ int ws_gqueue_push_fns(ws_gqueue *q, ws_fn fn, void *const *args, size_t n);
 size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max);
 /* From now on pushes fail with ESHUTDOWN. */
 void ws_gqueue_close(ws_gqueue *q);
+/* Gives back a grown ring that is empty: the first size again. Does
+ * nothing when the lock is held, entries remain, or memory is short. */
+void ws_gqueue_trim(ws_gqueue *q);
+
+/* Relaxed: a hint for when to try ws_gqueue_trim. */
+static inline bool ws_gqueue_grown(ws_gqueue *q) { return ws_u32_load(&q->grown, ws_relaxed) != 0; }
 
 static inline bool ws_gqueue_maybe_nonempty(ws_gqueue *q) {
   /* Relaxed: a miss is covered by the sleep protocol (the producer's

@@ -64,6 +64,10 @@ static const ws_option_desc options[WS_OPT_COUNT] = {
     [WS_OPT_TRACE] = {.name = "WSPOOL_TRACE", .kind = KIND_PATH, .example = "file.json",
                       .accepts = "a file name",
                       .doc = "a Chrome trace-event file (Perfetto, chrome://tracing)"},
+    [WS_OPT_CHAOS_SEED] = {.name = "WSPOOL_CHAOS_SEED", .kind = KIND_COUNT, .dflt = 0,
+                           .max = 0xffffffffu, .accepts = "a seed from 0 (off) to 4294967295",
+                           .doc = "chaos builds (`-Dchaos=true`): the seed of every thread's "
+                                  "random yields and spins (0: none)"},
 };
 
 const ws_option_desc *ws_option_table(size_t *n) {

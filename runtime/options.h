@@ -11,6 +11,7 @@ typedef enum ws_option_id {
   WS_OPT_STATS,   /* 1: each pool's statistics on stderr at destroy */
   WS_OPT_VERBOSE, /* 1: each pool's placement on stderr at creation */
   WS_OPT_TRACE,   /* a path: the Chrome trace file */
+  WS_OPT_CHAOS_SEED, /* the chaos build's seed (0: off) */
   WS_OPT_COUNT
 } ws_option_id;
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "chaos.h"
 #include "visitors.h"
 
 
@@ -47,6 +48,7 @@ static void *worker_main(void *arg) {
   ws_worker *w = arg;
   struct pool *p = w->pool;
   ws_set_self(w);
+  ws_chaos_thread(w->id);
 
   pthread_attr_t attr;
   void *lo = NULL;
@@ -258,6 +260,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (rc) return rc;
   if ((rc = ws_fork_setup()) != 0) return rc;
   ws_fence_global_init();
+  ws_chaos_init((uint64_t)ws_option_long(WS_OPT_CHAOS_SEED));
   struct pool *p = new_pool_struct();
   if (!p) return ENOMEM;
   if ((rc = build_pool(p, &cfg)) != 0) return rc;

@@ -180,12 +180,30 @@ static void sleep_on(ws_u32 *word, uint32_t epoch) {
     ws_futex_wait(word, epoch);
 }
 
-void ws_sleep_commit(ws_sleep *s, uint32_t epoch) {
-  sleep_on(&s->epoch, epoch);
+bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx) {
+  long left = ns;
+  for (;;) {
+    if (!ws_fence_degraded()) {
+      if (ns)
+        ws_futex_wait_for(&s->epoch, epoch, left);
+      else
+        ws_futex_wait(&s->epoch, epoch);
+      break;
+    }
+    /* A producer may have missed us (fence.h): look every DEGRADED_NS,
+     * through hints only, so an idle pool's counters stand still. */
+    long step = ns && left < DEGRADED_NS ? left : DEGRADED_NS;
+    ws_futex_wait_for(&s->epoch, epoch, step);
+    if (ws_u32_load(&s->epoch, ws_relaxed) != epoch || seen(ctx)) break;
+    if (ns && (left -= step) <= 0) break;
+  }
+  bool quiet = ws_u32_load(&s->epoch, ws_relaxed) == epoch;
   ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst);
-  /* We consumed a wake (or left on a changed epoch, or spuriously): let the
-   * next producer wake someone. The caller looks everywhere after this. */
+  /* We consumed a wake (or left on a changed epoch, a timeout, or
+   * spuriously): let the next producer wake someone. The caller looks
+   * everywhere after this. */
   ws_u32_store(&s->waking, 0, ws_seq_cst);
+  return quiet;
 }
 
 void ws_sleep_chain(ws_sleep *s) { ws_sleep_notify(s); }

@@ -59,7 +59,11 @@ static inline void ws_sleep_notify(ws_sleep *s) {
 /* Sleeper side: register, look again (caller), then commit or cancel. */
 uint32_t ws_sleep_prepare(ws_sleep *s);
 void ws_sleep_cancel(ws_sleep *s);
-void ws_sleep_commit(ws_sleep *s, uint32_t epoch);
+/* Sleeps while epoch is unchanged, at most `ns` nanoseconds (0: no bound).
+ * Once a heavy barrier has failed (fence.h) it looks every millisecond
+ * with seen(ctx), a hint that work is visible, and returns when it is.
+ * True when it returns with the epoch unchanged: nobody woke it. */
+bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx);
 /* A thread that consumed a wake and found work passes the wake on. */
 void ws_sleep_chain(ws_sleep *s);
 /* Wake every sleeper (shutdown). */

@@ -210,6 +210,34 @@ ws_task *ws_find_own_work(ws_worker *w) {
   return t;
 }
 
+/* A pool whose global queue grew in a burst gives that memory back once it
+ * has been idle IDLE_TRIM_NS: the last worker to fall asleep sleeps that
+ * long first and, if nobody woke it, trims every lane before it sleeps for
+ * good. A pool busy again sooner (the next round of a loop) keeps its
+ * rings. */
+enum { IDLE_TRIM_NS = 100 * 1000 * 1000 };
+
+/* A sleeper's hint, once the heavy barrier has failed (sleep.h): a lane or
+ * a deque of the pool holds work. */
+static bool work_visible(void *ctx) {
+  struct pool *p = ctx;
+  if (ws_global_maybe_nonempty(p)) return true;
+  for (unsigned i = 0; i < p->nthreads; i++)
+    if (ws_deque_size_hint(&p->workers[i]->dq) > 0) return true;
+  return false;
+}
+
+static void idle_sleep(struct pool *p, uint32_t e) {
+  bool grown = false;
+  for (unsigned l = 0; l < WS_LANES; l++) grown |= ws_gqueue_grown(&p->gq[l]);
+  if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < p->nthreads) {
+    ws_sleep_commit(&p->sleep, e, 0, work_visible, p);
+    return;
+  }
+  if (ws_sleep_commit(&p->sleep, e, IDLE_TRIM_NS, work_visible, p))
+    for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
+}
+
 /* Idle: failed rounds with a yield between them, then the sleep protocol.
  * The first PARTIAL_AFTER rounds leave short lanes to fill up. */
 static ws_task *idle_search(ws_worker *w) {
@@ -251,7 +279,7 @@ void ws_worker_loop(ws_worker *w) {
     }
     ws_counter_add(&w->stats.sleeps, 1);
     uint64_t t0 = ws_trace_t0(w);
-    ws_sleep_commit(&p->sleep, e);
+    idle_sleep(p, e);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     t = ws_find_work(w, NULL);
     if (t) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The whole test suite, as CI runs it: ten builds, each with `meson test`.
+# The whole test suite, as CI runs it: eleven builds, each with `meson test`.
 #   release     gcc, -Dwerror=true, and the Doxygen reference (warnings fail)
 #   tsan        gcc, ThreadSanitizer
 #   asan        gcc, AddressSanitizer + UndefinedBehaviorSanitizer
@@ -17,15 +17,21 @@
 #   degraded    gcc, -Dmembarrier=failing: every heavy barrier fails after
 #               registration, so the whole suite runs on the degraded path
 #               of the asymmetric barriers (docs/design.md 5.3)
+#   chaos       gcc, -Dchaos=true: the core, fork/join, submit and destroy
+#               tests ($chaos_tests), each under WSPOOL_CHAOS_SEED=1, 2, 3:
+#               every atomic access and fence may yield or spin first
 # Ends with one line "N passed, N failed, N skipped" and exits non-zero on any
 # failure (a build that fails counts as one failure).
 # WSPOOL_CONFIGS="release tsan" runs a subset; WSPOOL_STRESS=N lengthens the
 # stress tests N times.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 mkdir -p "$root/build-test"
-configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug degraded clang clang-tsan lto aarch64"}
+configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug degraded chaos clang clang-tsan lto aarch64"}
+chaos_tests="deque fence submit submit_batch wakeup destroy destroy_waiters fj_compute fj_sync_order
+  fj_outside fj_sync_outside fj_group fj_deep fj_publish fj_take fj_wait_sleep fj_tree_orders
+  fault_destroy_race"
 passed=0 failed=0 skipped=0
 
 opts_for() {
@@ -36,6 +42,7 @@ opts_for() {
   ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dfutex=false -Dpeers=disabled" ;;
   debug) echo "-Dbuildtype=debugoptimized -Dwerror=true -Ddebug_checks=true -Dpeers=disabled" ;;
   degraded) echo "-Dbuildtype=debugoptimized -Dwerror=true -Dmembarrier=failing -Dpeers=disabled" ;;
+  chaos) echo "-Dbuildtype=debugoptimized -Dwerror=true -Dchaos=true -Dpeers=disabled" ;;
   clang) echo "-Dbuildtype=release -Dwerror=true -Dpeers=disabled" ;;
   clang-tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
   lto) echo "-Dbuildtype=release -Dwerror=true -Db_lto=true -Dc_args=-fcf-protection=full -Dpeers=disabled" ;;
@@ -48,6 +55,21 @@ opts_for() {
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="detect_leaks=1 abort_on_error=0 ${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
+
+# Adds a meson test log's results to the totals.
+count_log() {
+  local name=$1 log=$2
+  if [ -f "$log" ]; then
+    p=$(grep -c '"result": "OK"' "$log")
+    s=$(grep -c '"result": "SKIP"' "$log")
+    f=$(grep -c -E '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log")
+    echo "=== $name: $p passed, $f failed, $s skipped"
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  else
+    echo "=== $name: no test log"
+    failed=$((failed + 1))
+  fi
+}
 
 for c in $configs; do
   dir="$root/build-test/$c"
@@ -65,17 +87,16 @@ for c in $configs; do
     failed=$((failed + 1))
     continue
   fi
-  meson test -C "$dir" --print-errorlogs
-  log="$dir/meson-logs/testlog.json"
-  if [ -f "$log" ]; then
-    p=$(grep -c '"result": "OK"' "$log")
-    s=$(grep -c '"result": "SKIP"' "$log")
-    f=$(grep -c -E '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log")
-    echo "=== $c: $p passed, $f failed, $s skipped"
-    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  if [ "$c" = chaos ]; then
+    for seed in 1 2 3; do
+      echo "=== chaos: WSPOOL_CHAOS_SEED=$seed"
+      # shellcheck disable=SC2086
+      WSPOOL_CHAOS_SEED=$seed meson test -C "$dir" --print-errorlogs $chaos_tests
+      count_log "$c seed $seed" "$dir/meson-logs/testlog.json"
+    done
   else
-    echo "=== $c: no test log"
-    failed=$((failed + 1))
+    meson test -C "$dir" --print-errorlogs
+    count_log "$c" "$dir/meson-logs/testlog.json"
   fi
 done
 echo "$passed passed, $failed failed, $skipped skipped"

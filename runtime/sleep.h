@@ -8,7 +8,7 @@
  *
  *   sleeper                               producer (after publishing work)
  *   sleepers += 1          (seq_cst)      light fence (fence.h)
- *   e = epoch              (seq_cst)      if sleepers > 0 and waking 0 -> 1:
+ *   e = epoch; waking = 0  (seq_cst)      if sleepers > 0 and waking 0 -> 1:
  *   heavy fence; look everywhere              epoch += 1; futex_wake(epoch, 1)
  *   futex_wait(epoch, e)   sleeps only if epoch is still e
  *   sleepers -= 1; waking = 0; look again

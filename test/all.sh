@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The whole test suite, as CI runs it: eleven builds, each with `meson test`.
-#   release     gcc, -Dwerror=true, and the Doxygen reference (warnings fail)
+#   release     gcc, -Dwerror=true, the Doxygen reference (warnings fail) and
+#               the spin models of test/models (the other legs skip them)
 #   tsan        gcc, ThreadSanitizer
 #   asan        gcc, AddressSanitizer + UndefinedBehaviorSanitizer
 #   ao          gcc, the libatomic_ops backend and the portable futex
@@ -37,16 +38,16 @@ passed=0 failed=0 skipped=0
 opts_for() {
   case "$1" in
   release) echo "-Dbuildtype=release -Dwerror=true" ;;
-  tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
-  asan) echo "-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dpeers=disabled" ;;
-  ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dfutex=false -Dpeers=disabled" ;;
-  debug) echo "-Dbuildtype=debugoptimized -Dwerror=true -Ddebug_checks=true -Dpeers=disabled" ;;
-  degraded) echo "-Dbuildtype=debugoptimized -Dwerror=true -Dmembarrier=failing -Dpeers=disabled" ;;
-  chaos) echo "-Dbuildtype=debugoptimized -Dwerror=true -Dchaos=true -Dpeers=disabled" ;;
-  clang) echo "-Dbuildtype=release -Dwerror=true -Dpeers=disabled" ;;
-  clang-tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled" ;;
-  lto) echo "-Dbuildtype=release -Dwerror=true -Db_lto=true -Dc_args=-fcf-protection=full -Dpeers=disabled" ;;
-  aarch64) echo "--cross-file $root/test/cross/aarch64-linux-gnu.ini -Dbuildtype=release -Dwerror=true -Dhwloc=disabled -Dpeers=disabled" ;;
+  tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled -Dmodels=disabled" ;;
+  asan) echo "-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dpeers=disabled -Dmodels=disabled" ;;
+  ao) echo "-Dbuildtype=release -Dwerror=true -Datomics=libatomic_ops -Dfutex=false -Dpeers=disabled -Dmodels=disabled" ;;
+  debug) echo "-Dbuildtype=debugoptimized -Dwerror=true -Ddebug_checks=true -Dpeers=disabled -Dmodels=disabled" ;;
+  degraded) echo "-Dbuildtype=debugoptimized -Dwerror=true -Dmembarrier=failing -Dpeers=disabled -Dmodels=disabled" ;;
+  chaos) echo "-Dbuildtype=debugoptimized -Dwerror=true -Dchaos=true -Dpeers=disabled -Dmodels=disabled" ;;
+  clang) echo "-Dbuildtype=release -Dwerror=true -Dpeers=disabled -Dmodels=disabled" ;;
+  clang-tsan) echo "-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dpeers=disabled -Dmodels=disabled" ;;
+  lto) echo "-Dbuildtype=release -Dwerror=true -Db_lto=true -Dc_args=-fcf-protection=full -Dpeers=disabled -Dmodels=disabled" ;;
+  aarch64) echo "--cross-file $root/test/cross/aarch64-linux-gnu.ini -Dbuildtype=release -Dwerror=true -Dhwloc=disabled -Dpeers=disabled -Dmodels=disabled" ;;
   *) return 1 ;;
   esac
 }

@@ -557,6 +557,31 @@ typedef struct pool_worker_stats {
  */
 POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *out);
 
+/**
+ * \brief Write the state of every live pool of the process to \p fd, to
+ *        find out where a program hangs.
+ *
+ * One line per pool (sleeping workers, the wake in flight, the sleep and
+ * outside-waiter epochs, threads blocked outside, outside calls inside the
+ * pool and whether destroy began, each global-queue lane empty, short or
+ * full), then one per worker: asleep, waiting (and for what: the word and
+ * the value it waits for, with the value it holds now), or running; its
+ * deque's size and its task count. Example:
+ * \code
+ * static void on_alarm(int sig) { (void)sig; pool_dump_state(2); _exit(1); }
+ * \endcode
+ * Async-signal-safe: only write(2), no lock, no allocation, so a signal
+ * handler or a watchdog may call it; every figure is read without
+ * synchronisation, so a pool that is changing may show a mix of moments.
+ * Not during pool_destroy() of a pool it lists (destroy frees what it
+ * reads). In a `-Ddebug_checks=true` build, SIGQUIT (Ctrl-\) writes the
+ * same to stderr before it ends the process, unless the program set its
+ * own SIGQUIT disposition.
+ * \param fd a file descriptor open for writing.
+ * \return 0; the errno value of a failed write (the rest is skipped).
+ */
+POOL_API int pool_dump_state(int fd);
+
 /** @} */
 
 /** \defgroup placement Placement

@@ -53,6 +53,13 @@ void ws_stats_report(struct pool *p);
 /* Worker `worker`'s counters (index checked by the caller). */
 void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out);
 
+/* A newly allocated pool struct joins the list pool_dump_state reads
+ * (dump.c); structs are never freed, so the list only grows. */
+void ws_dump_add(struct pool *p);
+/* Debug builds: SIGQUIT writes pool_dump_state to stderr, then ends the
+ * process as SIGQUIT does, unless the program set its own disposition. */
+void ws_dump_on_sigquit(void);
+
 /* Registers the fork handlers (pool.c), once; ENOMEM if it cannot. */
 int ws_fork_setup(void);
 /* Fork handlers of placement.c and trace.c: 0 before fork() (take the

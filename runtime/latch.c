@@ -34,6 +34,12 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
   struct pool *p = w->pool;
   ws_sleep *s = &p->sleep;
   unsigned idle = 0;
+  /* For pool_dump_state: relaxed, read only by a diagnostic. Tasks run
+   * while helping may wait in turn: the outer wait is restored after. */
+  uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
+  void *on = ws_ptr_load(&w->waiting_on, ws_relaxed);
+  ws_ptr_store(&w->waiting_on, (void *)l, ws_relaxed);
+  ws_u32_store(&w->doing, WS_DOING_WAIT, ws_relaxed);
   while (!holds(p, l, ws_acquire)) {
     ws_task *t = help_find(w, hint);
     if (t) {
@@ -74,6 +80,8 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
     ws_wait_commit(s, e);
     idle = 0;
   }
+  ws_ptr_store(&w->waiting_on, on, ws_relaxed);
+  ws_u32_store(&w->doing, doing, ws_relaxed);
 }
 
 /* Sets the waiter bit of a ZERO latch after the registration (a completer

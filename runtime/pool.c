@@ -104,6 +104,9 @@ static struct pool *new_pool_struct(void) {
     if (posix_memalign((void **)&p, WS_CACHELINE, sizeof(*p)) != 0) return NULL;
     memset(p, 0, sizeof(*p));
     ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+    pthread_mutex_lock(&global_lock);
+    ws_dump_add(p);
+    pthread_mutex_unlock(&global_lock);
     return p;
   }
   /* A reused struct: a late caller of its old pool may be counting itself
@@ -117,6 +120,7 @@ static struct pool *new_pool_struct(void) {
 /* Free what the pool owns. `forked`: a pool inherited across fork(), whose
  * threads and locks belong to the parent (nothing is joined or unlocked). */
 static void free_pool(struct pool *p, bool forked) {
+  ws_u32_store(&p->dumpable, 0, ws_seq_cst);
   if (p->workers) {
     for (unsigned i = 0; i < p->nthreads; i++) free_worker(p, p->workers[i]);
     free(p->workers);
@@ -260,6 +264,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (rc) return rc;
   if ((rc = ws_fork_setup()) != 0) return rc;
   ws_fence_global_init();
+  if (WS_DEBUG) ws_dump_on_sigquit();
   ws_chaos_init((uint64_t)ws_option_long(WS_OPT_CHAOS_SEED));
   struct pool *p = new_pool_struct();
   if (!p) return ENOMEM;
@@ -274,6 +279,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
    * struct's previous pool are counted (each leaves on its own). Release:
    * nothing to publish through the gate (callers get the pool through
    * *out), but it keeps every write above before the first entry. */
+  ws_u32_store(&p->dumpable, 1, ws_release);
   ws_u32_fetch_add(&p->gate, (uint32_t)0 - WS_GATE_CLOSED, ws_release);
   *out = p;
   return 0;

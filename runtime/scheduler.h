@@ -87,10 +87,16 @@ typedef struct ws_worker {
    * waiters (ws_submits_idle). */
   WS_ALIGNED ws_u64 submitted, finished;
   ws_stats stats; /* read by pool_worker_stats */
+  /* What the worker does (WS_DOING_*) and, waiting, for what (a ws_latch
+   * on its stack): read only by pool_dump_state (dump.c). */
+  ws_u32 doing;
+  ws_ptr waiting_on;
 
   /* ---- The owner's free list, and a stack other threads push onto ---- */
   ws_node_cache nodes;
 } ws_worker;
+
+enum { WS_DOING_WORK, WS_DOING_SLEEP, WS_DOING_WAIT };
 
 /* The entry gate (pool.c, api.h; docs/design.md 10.1 "The entry gate"):
  * the count of outside calls inside the pool, and WS_GATE_CLOSED once
@@ -109,6 +115,10 @@ struct pool {
    * (pool_create only removes CLOSED). */
   WS_ALIGNED ws_u32 gate;
   unsigned fork_gen;            /* ws_fork_gen when created; kept on reuse */
+  /* Every struct ever allocated, for pool_dump_state (dump.c), which reads
+   * those marked `dumpable` (from creation until destroy frees). */
+  struct pool *next_any;
+  ws_u32 dumpable;
   struct pool *next_free;       /* the free list of destroyed pools */
   ws_gqueue gq[WS_LANES];       /* the global queue, a part per lane */
   ws_sleep sleep;

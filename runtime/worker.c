@@ -279,7 +279,9 @@ void ws_worker_loop(ws_worker *w) {
     }
     ws_counter_add(&w->stats.sleeps, 1);
     uint64_t t0 = ws_trace_t0(w);
+    ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
     idle_sleep(p, e);
+    ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     t = ws_find_work(w, NULL);
     if (t) {

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wspool.h>
 
 typedef struct test_case {
   const char *name;
@@ -97,6 +98,9 @@ static inline void check_watchdog_fired_(int sig) {
   static const char msg[] = "watchdog: test hung (a lost wake-up or deadlock)\n";
   if (write(2, msg, sizeof msg - 1) < 0) {
   }
+  /* Where: every live pool's sleepers, epochs and each worker's state
+   * (async-signal-safe). */
+  pool_dump_state(2);
   test_report_failure_();
   _exit(1);
 }

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* pool_dump_state (wspool.h): the state of every live pool, for a hang.
+ * Async-signal-safe: it formats into a stack buffer and calls write(2)
+ * only; it takes no lock and reads every word relaxed, so a pool that is
+ * changing shows a mix of moments. Pool structs are never freed, so the
+ * list is safe to walk; a pool is read while `dumpable` (from the end of
+ * pool_create until destroy frees its workers). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+
+static ws_ptr all_pools; /* struct pool *, linked through next_any */
+
+void ws_dump_add(struct pool *p) {
+  /* Under pool.c's global lock (one writer); release: a reader that finds
+   * p finds its next_any. */
+  p->next_any = ws_ptr_load(&all_pools, ws_relaxed);
+  ws_ptr_store(&all_pools, p, ws_release);
+}
+
+typedef struct out {
+  int fd, err;
+  size_t n;
+  char buf[512];
+} out;
+
+static void flush(out *o) {
+  size_t done = 0;
+  while (!o->err && done < o->n) {
+    ssize_t k = write(o->fd, o->buf + done, o->n - done);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) o->err = k < 0 ? errno : EIO;
+    else done += (size_t)k;
+  }
+  o->n = 0;
+}
+
+static void put(out *o, const char *s) {
+  for (; *s; s++) {
+    if (o->n == sizeof o->buf) flush(o);
+    o->buf[o->n++] = *s;
+  }
+}
+
+static void put_num(out *o, uint64_t v, unsigned base) {
+  char d[24];
+  int i = 0;
+  do {
+    d[i++] = "0123456789abcdef"[v % base];
+    v /= base;
+  } while (v);
+  char s[27] = "0x";
+  int k = base == 16 ? 2 : 0;
+  while (i) s[k++] = d[--i];
+  s[k] = 0;
+  put(o, s);
+}
+
+static void put_latch(out *o, const ws_latch *l) {
+  switch (l->kind) {
+  case WS_LATCH_VALUE:
+    put(o, "word ");
+    put_num(o, (uintptr_t)l->word, 16);
+    put(o, " to become ");
+    put_num(o, l->value, 10);
+    put(o, " (now ");
+    put_num(o, ws_u32_load(l->word, ws_relaxed), 10);
+    put(o, ")");
+    break;
+  case WS_LATCH_ZERO:
+    put(o, "count ");
+    put_num(o, (uintptr_t)l->count, 16);
+    put(o, " to reach 0 (now ");
+    put_num(o, (uint64_t)(ws_i64_load(l->count, ws_relaxed) & l->mask), 10);
+    put(o, ")");
+    break;
+  default:
+    put(o, "the pool's submissions to finish");
+  }
+}
+
+static void dump_pool(out *o, struct pool *p) {
+  put(o, "wspool: pool ");
+  put_num(o, (uintptr_t)p, 16);
+  put(o, " \"");
+  put(o, p->hooks.name);
+  put(o, "\", ");
+  put_num(o, p->nthreads, 10);
+  put(o, " workers: sleepers ");
+  put_num(o, ws_u32_load(&p->sleep.sleepers, ws_relaxed), 10);
+  put(o, ", waking ");
+  put_num(o, ws_u32_load(&p->sleep.waking, ws_relaxed), 10);
+  put(o, ", epoch ");
+  put_num(o, ws_u32_load(&p->sleep.epoch, ws_relaxed), 10);
+  put(o, ", waiting workers ");
+  put_num(o, ws_u32_load(&p->sleep.waiters, ws_relaxed), 10);
+  put(o, " (wait_epoch ");
+  put_num(o, ws_u32_load(&p->sleep.wait_epoch, ws_relaxed), 10);
+  put(o, "), blocked outside threads ");
+  put_num(o, ws_u32_load(&p->ext.waiters, ws_relaxed), 10);
+  put(o, " (epoch ");
+  put_num(o, ws_u32_load(&p->ext.epoch, ws_relaxed), 10);
+  put(o, "), outside calls in the gate ");
+  uint32_t gate = ws_u32_load(&p->gate, ws_relaxed);
+  put_num(o, gate & ~WS_GATE_CLOSED, 10);
+  if (gate & WS_GATE_CLOSED) put(o, " (destroy began)");
+  put(o, ", global queue ");
+  for (unsigned l = 0; l < WS_LANES; l++) {
+    put(o, l ? "/" : "");
+    int64_t h = ws_i64_load(&p->gq[l].size_hint, ws_relaxed);
+    put(o, h == 0 ? "empty" : h == 1 ? "short" : "full");
+  }
+  put(o, "\n");
+  for (unsigned i = 0; i < p->nthreads && p->workers; i++) {
+    ws_worker *w = p->workers[i];
+    if (!w) continue;
+    put(o, "  worker ");
+    put_num(o, i, 10);
+    uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
+    const ws_latch *l = ws_ptr_load(&w->waiting_on, ws_relaxed);
+    if (doing == WS_DOING_SLEEP) {
+      put(o, ": asleep");
+    } else if (doing == WS_DOING_WAIT && l) {
+      put(o, ": waiting (helping) for ");
+      put_latch(o, l);
+    } else {
+      put(o, ": running or looking for work");
+    }
+    put(o, "; deque ");
+    int64_t n = ws_deque_size_hint(&w->dq);
+    put_num(o, n > 0 ? (uint64_t)n : 0, 10);
+    put(o, " tasks; tasks run ");
+    put_num(o, ws_u64_load(&w->stats.tasks, ws_relaxed), 10);
+    put(o, "\n");
+  }
+}
+
+static void on_sigquit(int sig) {
+  pool_dump_state(2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void install_sigquit(void) {
+  struct sigaction old;
+  if (sigaction(SIGQUIT, NULL, &old) != 0 || old.sa_handler != SIG_DFL) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigquit;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGQUIT, &sa, NULL);
+}
+
+void ws_dump_on_sigquit(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, install_sigquit);
+}
+
+int pool_dump_state(int fd) {
+  out o = {.fd = fd};
+  unsigned n = 0;
+  for (struct pool *p = ws_ptr_load(&all_pools, ws_acquire); p && !o.err; p = p->next_any) {
+    if (!ws_u32_load(&p->dumpable, ws_acquire)) continue;
+    dump_pool(&o, p);
+    n++;
+  }
+  if (!n) put(&o, "wspool: no live pool\n");
+  flush(&o);
+  return o.err;
+}

@@ -574,7 +574,7 @@ POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_
  * handler or a watchdog may call it; every figure is read without
  * synchronisation, so a pool that is changing may show a mix of moments.
  * Not during pool_destroy() of a pool it lists (destroy frees what it
- * reads). In a `-Ddebug_checks=true` build, SIGQUIT (Ctrl-\) writes the
+ * reads). In a `-Ddebug_checks=true` build, SIGQUIT (Ctrl+Backslash) writes the
  * same to stderr before it ends the process, unless the program set its
  * own SIGQUIT disposition.
  * \param fd a file descriptor open for writing.

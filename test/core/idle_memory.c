@@ -6,7 +6,8 @@
  * set comes back within 1 MiB of what it was with the fresh pool. A count
  * of memory, not a time: the wait for it is bounded (the watchdog), and
  * what it waits for is the last worker's idle trim (worker.c).
- * Skipped under the sanitizers, whose allocators keep freed memory.
+ * Skipped under the sanitizers, whose allocators keep freed memory, and
+ * under qemu-user, whose own memory is in the RSS.
  * Case: burst. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,6 +43,7 @@ static long rss_kb(void) { return proc_status_field("VmRSS"); }
 
 static void case_burst(void) {
   if (TEST_UNDER_SANITIZER) TEST_SKIP("the sanitizers' allocators keep freed memory");
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("the RSS is qemu-user's too (its code cache)");
   pool = make_pool(WORKERS);
   /* The fresh pool, idle, with the producers' threads already made once
    * (their stacks and malloc arenas are the process's, not the pool's). */

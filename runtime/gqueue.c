@@ -8,6 +8,10 @@
 #include <sys/mman.h>
 
 enum { GQ_INITIAL = 256 };
+/* Rings from this many entries (256 KiB) on are worth giving back when the
+ * pool goes idle (ws_gqueue_grown); smaller ones are kept: trimming them
+ * would cost an idle pool a wake for a few pages. */
+enum { GQ_TRIM_FROM = 16384 };
 
 /* Grown rings (above the first size) are mapped pages of their own, so
  * that freeing one gives its memory back to the system at once: from
@@ -74,7 +78,7 @@ static void move_ring(ws_gqueue *q, ws_gitem *ring, size_t cap) {
   q->ring = ring;
   q->cap = cap;
   q->head = 0;
-  ws_u32_store(&q->grown, cap > GQ_INITIAL, ws_relaxed);
+  ws_u32_store(&q->grown, cap >= GQ_TRIM_FROM, ws_relaxed);
 }
 
 /* Room for `more` entries: doubles the ring as often as needed. */

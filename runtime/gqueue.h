@@ -40,7 +40,7 @@ typedef struct ws_gqueue {
    * submissions (submit.c, "Completion accounting"). Written under the lock,
    * read without it. */
   ws_u64 fns_pushed;
-  ws_u32 grown; /* 1 while the ring is larger than its first size: a hint */
+  ws_u32 grown; /* 1 while the ring is worth trimming (gqueue.c): a hint */
   WS_ALIGNED ws_i64 size_hint;
 } ws_gqueue;
 

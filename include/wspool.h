@@ -564,8 +564,8 @@ POOL_API int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_
  * One line per pool (sleeping workers, the wake in flight, the sleep and
  * outside-waiter epochs, threads blocked outside, outside calls inside the
  * pool and whether destroy began, each global-queue lane empty, short or
- * full), then one per worker: asleep, waiting (and for what: the word and
- * the value it waits for, with the value it holds now), or running; its
+ * full), then one per worker: asleep, waiting (and for what: the word's
+ * address and the value it waits for), or running; its
  * deque's size and its task count. Example:
  * \code
  * static void on_alarm(int sig) { (void)sig; pool_dump_state(2); _exit(1); }

@@ -60,25 +60,21 @@ static void put_num(out *o, uint64_t v, unsigned base) {
   put(o, s);
 }
 
-static void put_latch(out *o, const ws_latch *l) {
-  switch (l->kind) {
-  case WS_LATCH_VALUE:
+/* The wait a worker noted (latch.c): never the awaited memory itself,
+ * which may be gone by the time this reads it. */
+static void put_wait(out *o, ws_worker *w) {
+  uint32_t kind = ws_u32_load(&w->wait_kind, ws_relaxed);
+  void *word = ws_ptr_load(&w->wait_word, ws_relaxed);
+  if (kind == WS_LATCH_VALUE) {
     put(o, "word ");
-    put_num(o, (uintptr_t)l->word, 16);
+    put_num(o, (uintptr_t)word, 16);
     put(o, " to become ");
-    put_num(o, l->value, 10);
-    put(o, " (now ");
-    put_num(o, ws_u32_load(l->word, ws_relaxed), 10);
-    put(o, ")");
-    break;
-  case WS_LATCH_ZERO:
+    put_num(o, ws_u64_load(&w->wait_value, ws_relaxed), 10);
+  } else if (kind == WS_LATCH_ZERO) {
     put(o, "count ");
-    put_num(o, (uintptr_t)l->count, 16);
-    put(o, " to reach 0 (now ");
-    put_num(o, (uint64_t)(ws_i64_load(l->count, ws_relaxed) & l->mask), 10);
-    put(o, ")");
-    break;
-  default:
+    put_num(o, (uintptr_t)word, 16);
+    put(o, " to reach 0");
+  } else {
     put(o, "the pool's submissions to finish");
   }
 }
@@ -121,12 +117,11 @@ static void dump_pool(out *o, struct pool *p) {
     put(o, "  worker ");
     put_num(o, i, 10);
     uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
-    const ws_latch *l = ws_ptr_load(&w->waiting_on, ws_relaxed);
     if (doing == WS_DOING_SLEEP) {
       put(o, ": asleep");
-    } else if (doing == WS_DOING_WAIT && l) {
+    } else if (doing == WS_DOING_WAIT) {
       put(o, ": waiting (helping) for ");
-      put_latch(o, l);
+      put_wait(o, w);
     } else {
       put(o, ": running or looking for work");
     }

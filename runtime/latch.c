@@ -28,6 +28,27 @@ static ws_task *help_find(ws_worker *w, ws_worker *hint) {
   return ws_may_help(w) ? ws_find_work(w, hint) : ws_find_own_work(w);
 }
 
+/* What pool_dump_state shows of a worker's wait (scheduler.h). */
+typedef struct wait_note {
+  uint32_t doing, kind;
+  void *word;
+  uint64_t value;
+} wait_note;
+
+/* Relaxed: read only by a diagnostic. */
+static wait_note note_get(ws_worker *w) {
+  return (wait_note){ws_u32_load(&w->doing, ws_relaxed), ws_u32_load(&w->wait_kind, ws_relaxed),
+                     ws_ptr_load(&w->wait_word, ws_relaxed),
+                     ws_u64_load(&w->wait_value, ws_relaxed)};
+}
+
+static void note_set(ws_worker *w, wait_note n) {
+  ws_u32_store(&w->wait_kind, n.kind, ws_relaxed);
+  ws_ptr_store(&w->wait_word, n.word, ws_relaxed);
+  ws_u64_store(&w->wait_value, n.value, ws_relaxed);
+  ws_u32_store(&w->doing, n.doing, ws_relaxed);
+}
+
 /* A worker helps until the latch holds; after WAIT_SPIN_ROUNDS empty looks
  * it publishes its private frames and sleeps on the pool's waiter word. */
 static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
@@ -36,10 +57,9 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
   unsigned idle = 0;
   /* For pool_dump_state: relaxed, read only by a diagnostic. Tasks run
    * while helping may wait in turn: the outer wait is restored after. */
-  uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
-  void *on = ws_ptr_load(&w->waiting_on, ws_relaxed);
-  ws_ptr_store(&w->waiting_on, (void *)l, ws_relaxed);
-  ws_u32_store(&w->doing, WS_DOING_WAIT, ws_relaxed);
+  wait_note outer = note_get(w);
+  note_set(w, (wait_note){WS_DOING_WAIT, l->kind,
+                          l->kind == WS_LATCH_ZERO ? (void *)l->count : (void *)l->word, l->value});
   while (!holds(p, l, ws_acquire)) {
     ws_task *t = help_find(w, hint);
     if (t) {
@@ -80,8 +100,7 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
     ws_wait_commit(s, e);
     idle = 0;
   }
-  ws_ptr_store(&w->waiting_on, on, ws_relaxed);
-  ws_u32_store(&w->doing, doing, ws_relaxed);
+  note_set(w, outer);
 }
 
 /* Sets the waiter bit of a ZERO latch after the registration (a completer

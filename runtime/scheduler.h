@@ -87,10 +87,12 @@ typedef struct ws_worker {
    * waiters (ws_submits_idle). */
   WS_ALIGNED ws_u64 submitted, finished;
   ws_stats stats; /* read by pool_worker_stats */
-  /* What the worker does (WS_DOING_*) and, waiting, for what (a ws_latch
-   * on its stack): read only by pool_dump_state (dump.c). */
-  ws_u32 doing;
-  ws_ptr waiting_on;
+  /* What the worker does (WS_DOING_*) and, waiting, for what: the latch's
+   * kind, word and value, copied (the latch itself is on the waiter's
+   * stack, gone when the wait ends). Read only by pool_dump_state. */
+  ws_u32 doing, wait_kind;
+  ws_ptr wait_word;
+  ws_u64 wait_value;
 
   /* ---- The owner's free list, and a stack other threads push onto ---- */
   ws_node_cache nodes;

@@ -152,40 +152,30 @@ static void child_small(const char *path) {
   exit(0);
 }
 
-/* WSPOOL_TRACE naming a symbolic link: the link is replaced by the trace,
- * its target keeps its text. */
-static void case_symlink_replaced(void) {
+/* WSPOOL_TRACE naming a link to a victim file: `make` creates the link
+ * (symlink or link) at a fresh name. The trace replaced the name; the
+ * victim keeps its text, and no temporary file is left. */
+static void traced_over_link(int (*make)(const char *target, const char *name)) {
   char victim[] = "/tmp/wspool-victim-XXXXXX";
   make_victim(victim);
-  char link[] = "/tmp/wspool-tlink-XXXXXX";
-  int fd = mkstemp(link);
+  char name[] = "/tmp/wspool-tlink-XXXXXX";
+  int fd = mkstemp(name);
   CHECK(fd >= 0);
   close(fd);
-  CHECK_OK(unlink(link));
-  CHECK_OK(symlink(victim, link));
-  traced_run_at(child_small, link);
+  CHECK_OK(unlink(name));
+  CHECK_OK(make(victim, name));
+  traced_run_at(child_small, name);
   CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 100);
   check_victim(victim);
-  CHECK_EQ(count_prefixed(link), 0); /* no temporary file left */
+  CHECK_EQ(count_prefixed(name), 0);
   unlink(victim);
 }
 
-/* WSPOOL_TRACE naming a file with a second hard link: the name now holds
- * the trace, the other link the old text (the file was not written). */
-static void case_hard_link_kept(void) {
-  char victim[] = "/tmp/wspool-victim-XXXXXX";
-  make_victim(victim);
-  char other[] = "/tmp/wspool-thard-XXXXXX";
-  int fd = mkstemp(other);
-  CHECK(fd >= 0);
-  close(fd);
-  CHECK_OK(unlink(other));
-  CHECK_OK(link(victim, other));
-  traced_run_at(child_small, other);
-  CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 100);
-  check_victim(victim);
-  unlink(victim);
-}
+/* A symbolic link is replaced, not followed. */
+static void case_symlink_replaced(void) { traced_over_link(symlink); }
+
+/* A file with a second hard link is not written: that link keeps its text. */
+static void case_hard_link_kept(void) { traced_over_link(link); }
 
 static void child_cannot_create(const char *path) {
   int fds[2];

@@ -6,6 +6,12 @@
 
 #include <stdint.h>
 
+#ifdef WS_CHAOS
+enum { WS_CHAOS_BUILD = 1 };
+#else
+enum { WS_CHAOS_BUILD = 0 };
+#endif
+
 /* The process's seed (0: no perturbation). pool_create, before workers. */
 void ws_chaos_init(uint64_t seed);
 /* Reseeds the calling thread from the seed and `id` (a worker's index). */

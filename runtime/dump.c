@@ -60,6 +60,12 @@ static void put_num(out *o, uint64_t v, unsigned base) {
   put(o, s);
 }
 
+/* A label, then a decimal number. */
+static void put_field(out *o, const char *label, uint64_t v) {
+  put(o, label);
+  put_num(o, v, 10);
+}
+
 /* The wait a worker noted (latch.c): never the awaited memory itself,
  * which may be gone by the time this reads it. */
 static void put_wait(out *o, ws_worker *w) {
@@ -68,8 +74,7 @@ static void put_wait(out *o, ws_worker *w) {
   if (kind == WS_LATCH_VALUE) {
     put(o, "word ");
     put_num(o, (uintptr_t)word, 16);
-    put(o, " to become ");
-    put_num(o, ws_u64_load(&w->wait_value, ws_relaxed), 10);
+    put_field(o, " to become ", ws_u64_load(&w->wait_value, ws_relaxed));
   } else if (kind == WS_LATCH_ZERO) {
     put(o, "count ");
     put_num(o, (uintptr_t)word, 16);
@@ -84,25 +89,16 @@ static void dump_pool(out *o, struct pool *p) {
   put_num(o, (uintptr_t)p, 16);
   put(o, " \"");
   put(o, p->hooks.name);
-  put(o, "\", ");
-  put_num(o, p->nthreads, 10);
-  put(o, " workers: sleepers ");
-  put_num(o, ws_u32_load(&p->sleep.sleepers, ws_relaxed), 10);
-  put(o, ", waking ");
-  put_num(o, ws_u32_load(&p->sleep.waking, ws_relaxed), 10);
-  put(o, ", epoch ");
-  put_num(o, ws_u32_load(&p->sleep.epoch, ws_relaxed), 10);
-  put(o, ", waiting workers ");
-  put_num(o, ws_u32_load(&p->sleep.waiters, ws_relaxed), 10);
-  put(o, " (wait_epoch ");
-  put_num(o, ws_u32_load(&p->sleep.wait_epoch, ws_relaxed), 10);
-  put(o, "), blocked outside threads ");
-  put_num(o, ws_u32_load(&p->ext.waiters, ws_relaxed), 10);
-  put(o, " (epoch ");
-  put_num(o, ws_u32_load(&p->ext.epoch, ws_relaxed), 10);
-  put(o, "), outside calls in the gate ");
+  put_field(o, "\", ", p->nthreads);
+  put_field(o, " workers: sleepers ", ws_u32_load(&p->sleep.sleepers, ws_relaxed));
+  put_field(o, ", waking ", ws_u32_load(&p->sleep.waking, ws_relaxed));
+  put_field(o, ", epoch ", ws_u32_load(&p->sleep.epoch, ws_relaxed));
+  put_field(o, ", waiting workers ", ws_u32_load(&p->sleep.waiters, ws_relaxed));
+  put_field(o, " (wait_epoch ", ws_u32_load(&p->sleep.wait_epoch, ws_relaxed));
+  put_field(o, "), blocked outside threads ", ws_u32_load(&p->ext.waiters, ws_relaxed));
+  put_field(o, " (epoch ", ws_u32_load(&p->ext.epoch, ws_relaxed));
   uint32_t gate = ws_u32_load(&p->gate, ws_relaxed);
-  put_num(o, gate & ~WS_GATE_CLOSED, 10);
+  put_field(o, "), outside calls in the gate ", gate & ~WS_GATE_CLOSED);
   if (gate & WS_GATE_CLOSED) put(o, " (destroy began)");
   put(o, ", global queue ");
   for (unsigned l = 0; l < WS_LANES; l++) {
@@ -114,8 +110,7 @@ static void dump_pool(out *o, struct pool *p) {
   for (unsigned i = 0; i < p->nthreads && p->workers; i++) {
     ws_worker *w = p->workers[i];
     if (!w) continue;
-    put(o, "  worker ");
-    put_num(o, i, 10);
+    put_field(o, "  worker ", i);
     uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
     if (doing == WS_DOING_SLEEP) {
       put(o, ": asleep");
@@ -125,11 +120,9 @@ static void dump_pool(out *o, struct pool *p) {
     } else {
       put(o, ": running or looking for work");
     }
-    put(o, "; deque ");
     int64_t n = ws_deque_size_hint(&w->dq);
-    put_num(o, n > 0 ? (uint64_t)n : 0, 10);
-    put(o, " tasks; tasks run ");
-    put_num(o, ws_u64_load(&w->stats.tasks, ws_relaxed), 10);
+    put_field(o, "; deque ", n > 0 ? (uint64_t)n : 0);
+    put_field(o, " tasks; tasks run ", ws_u64_load(&w->stats.tasks, ws_relaxed));
     put(o, "\n");
   }
 }

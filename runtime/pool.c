@@ -265,7 +265,8 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if ((rc = ws_fork_setup()) != 0) return rc;
   ws_fence_global_init();
   if (WS_DEBUG) ws_dump_on_sigquit();
-  ws_chaos_init((uint64_t)ws_option_long(WS_OPT_CHAOS_SEED));
+  /* Other builds neither read the seed nor warn about a bad one. */
+  if (WS_CHAOS_BUILD) ws_chaos_init((uint64_t)ws_option_long(WS_OPT_CHAOS_SEED));
   struct pool *p = new_pool_struct();
   if (!p) return ENOMEM;
   if ((rc = build_pool(p, &cfg)) != 0) return rc;

@@ -142,13 +142,18 @@ static int count_prefixed(const char *prefix) {
   return n;
 }
 
-static void child_small(const char *path) {
+/* 100 tasks on a pool created with WSPOOL_TRACE=path, destroyed. */
+static void run_small(const char *path) {
   setenv("WSPOOL_TRACE", path, 1);
   atomic_int n = 0;
   pool_t *a = make_pool(2);
   for (int i = 0; i < 100; i++) CHECK_OK(pool_submit(a, traced_task, &n));
   CHECK_OK(pool_destroy(a));
   CHECK_EQ(atomic_load(&n), 100);
+}
+
+static void child_small(const char *path) {
+  run_small(path);
   exit(0);
 }
 
@@ -181,12 +186,7 @@ static void child_cannot_create(const char *path) {
   int fds[2];
   CHECK_OK(pipe(fds));
   CHECK(dup2(fds[1], 2) == 2);
-  setenv("WSPOOL_TRACE", path, 1);
-  atomic_int n = 0;
-  pool_t *a = make_pool(2);
-  for (int i = 0; i < 100; i++) CHECK_OK(pool_submit(a, traced_task, &n));
-  CHECK_OK(pool_destroy(a));
-  CHECK_EQ(atomic_load(&n), 100);
+  run_small(path);
   close(2);
   close(fds[1]);
   char msg[512] = {0};

@@ -48,7 +48,7 @@
  * complete types below are private to the library and must not be touched.
  *
  * The reference is in groups: \ref pool, \ref forkjoin, \ref typed,
- * \ref parfor, \ref stats, \ref placement and \ref version. The sections
+ * \ref parfor, \ref cancel, \ref stats, \ref placement and \ref version. The sections
  * below hold what applies to every group: \ref errors, \ref nullpool,
  * \ref faults and \ref hooks. docs/ holds the design, tuning, placement
  * and performance notes.
@@ -413,18 +413,27 @@ POOL_API int pool_take(pool_task_t *task);
  * \param a_arg its argument.
  * \param b the second function.
  * \param b_arg its argument.
- * \return 0; EINVAL for a NULL function or no pool; ESHUTDOWN from outside a
+ * A join is a unit of work (\ref cancel): a half that calls pool_fail()
+ * cancels the other half if it has not started.
+ * \return 0; the first failure of a half (pool_fail()); ECANCELED when work
+ *         the join is nested in was cancelled (a half may have been skipped);
+ *         EINVAL for a NULL function or no pool; ESHUTDOWN from outside a
  *         pool being destroyed (nothing ran).
  */
 POOL_API int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg);
 
 /** A task group: any number of children, wait for all. */
 typedef struct pool_group {
-  void *wsp_private[4]; /**< the runtime's; never read or written by callers */
+  void *wsp_private[8]; /**< the runtime's; never read or written by callers */
 } pool_group_t;
 
 /**
  * \brief Initialise a group on \p pool.
+ *
+ * The group is nested in the work current where this is called (\ref
+ * cancel): cancelling that work cancels the group. Such a group must not be
+ * used after that work ended (the task that initialised it returned);
+ * initialise it again instead.
  * \param g the group, owned by the caller.
  * \param pool the pool its children go to, or NULL (\ref nullpool).
  * \return 0; EINVAL for NULL \p g or no pool.
@@ -443,12 +452,48 @@ POOL_API int pool_group_init(pool_group_t *g, pool_t *pool);
 POOL_API int pool_group_spawn(pool_group_t *g, pool_fn fn, void *arg);
 
 /**
+ * \brief pool_group_spawn() for a child that owns its argument: when the
+ * child is skipped (\ref cancel), `drop(arg)` runs instead of `fn(arg)`, on
+ * the worker that skips it, so that what `arg` holds can be freed. Exactly
+ * one of the two runs, once, unless the spawn fails (then neither: the
+ * caller still owns `arg`).
+ * \code
+ *   struct job *j = malloc(sizeof *j);   // freed by run_job or by free
+ *   if (pool_group_spawn_drop(&g, run_job, j, free) != 0) free(j);
+ * \endcode
+ * \param g the group.
+ * \param fn the child's function.
+ * \param arg its argument.
+ * \param drop called with \p arg instead of \p fn if the child is skipped,
+ *        or NULL (then this is pool_group_spawn()).
+ * \return as pool_group_spawn().
+ */
+POOL_API int pool_group_spawn_drop(pool_group_t *g, pool_fn fn, void *arg, pool_fn drop);
+
+/**
  * \brief Wait for every child spawned so far; helps like pool_sync().
- * The group may be reused afterwards.
+ * The group may be reused afterwards: the wait clears its cancellation and
+ * its failure (\ref cancel).
+ * \param g the group.
+ * \return 0 when every child ran and none failed; the code of the group's
+ *         first failure (pool_fail()); ECANCELED when the group or work it
+ *         is nested in was cancelled (children may have been skipped);
+ *         EINVAL for NULL \p g or an uninitialised group.
+ */
+POOL_API int pool_group_wait(pool_group_t *g);
+
+/**
+ * \brief Cancel the group: children that have not started are skipped
+ * (never run), running ones finish, and so does everything nested in them
+ * (\ref cancel). Thread-safe and idempotent: any thread, inside or outside
+ * the pool, may call it any number of times, concurrently with spawns and
+ * with the wait. Lasts until pool_group_wait() returns (which returns
+ * ECANCELED) or pool_group_init(); a cancel racing with the end of that
+ * wait may apply to the finished round or be cleared with it.
  * \param g the group.
  * \return 0; EINVAL for NULL \p g or an uninitialised group.
  */
-POOL_API int pool_group_wait(pool_group_t *g);
+POOL_API int pool_group_cancel(pool_group_t *g);
 
 /** @} */
 
@@ -475,12 +520,47 @@ typedef void (*pool_range_fn)(size_t begin, size_t end, void *ctx);
  * \param grain the smallest chunk, or 0.
  * \param body called on each subrange, with \p ctx.
  * \param ctx passed to \p body.
- * \return 0 (also for begin == end, without calling \p body); EINVAL for
- *         begin > end, a NULL \p body, or no pool; ENOMEM; ESHUTDOWN from
+ * The loop is a unit of work (\ref cancel): a body that calls pool_fail()
+ * stops the subranges not yet started, and so does a cancellation of the
+ * work the loop is nested in.
+ * \return 0 (also for begin == end, without calling \p body); the first
+ *         failure (pool_fail() in a body); ECANCELED when work the loop is
+ *         nested in was cancelled (subranges may have been skipped); EINVAL
+ *         for begin > end, a NULL \p body, or no pool; ENOMEM; ESHUTDOWN from
  *         outside a pool being destroyed.
  */
 POOL_API int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain,
                                pool_range_fn body, void *ctx);
+
+/** A loop body that can fail: returns 0, or an error code (> 0) that stops
+ *  the loop as pool_fail() would. */
+typedef int (*pool_try_range_fn)(size_t begin, size_t end, void *ctx);
+
+/**
+ * \brief pool_parallel_for() whose body can fail.
+ *
+ * The first subrange to return non-zero stops the subranges not yet
+ * started (on each worker at most the one it is starting may still start)
+ * and its value is what this returns; running ones finish.
+ * \code
+ *   static int parse(size_t lo, size_t hi, void *ctx) {
+ *     for (size_t i = lo; i < hi; i++)
+ *       if (!valid(ctx, i)) return EILSEQ;  // stops the loop
+ *     return 0;
+ *   }
+ *   int rc = pool_parallel_for_try(NULL, 0, n, 0, parse, doc);  // 0 or EILSEQ
+ * \endcode
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param begin the first item.
+ * \param end one past the last item.
+ * \param grain the smallest chunk, or 0.
+ * \param body called on each subrange, with \p ctx.
+ * \param ctx passed to \p body.
+ * \return as pool_parallel_for(); a negative return of \p body counts as
+ *         EINVAL.
+ */
+POOL_API int pool_parallel_for_try(pool_t *pool, size_t begin, size_t end, size_t grain,
+                                   pool_try_range_fn body, void *ctx);
 
 /** Accumulate the items [begin, end) into \p acc (which starts as the identity). */
 typedef void (*pool_reduce_body_fn)(size_t begin, size_t end, void *acc, void *ctx);
@@ -510,11 +590,101 @@ typedef struct pool_reducer {
  * \param grain the smallest chunk, or 0 (automatic).
  * \param r the reduction.
  * \param result receives the result, r->size bytes.
- * \return 0; EINVAL for begin > end, a NULL \p r, \p result, body, combine or
- *         identity, or a zero size; ENOMEM; ESHUTDOWN as pool_parallel_for().
+ * A body may fail with pool_fail(), as in pool_parallel_for(); then nothing
+ * is combined and \p result holds the identity.
+ * \return 0; the first failure; ECANCELED; EINVAL for begin > end, a NULL
+ *         \p r, \p result, body, combine or identity, or a zero size; ENOMEM;
+ *         ESHUTDOWN as pool_parallel_for().
  */
 POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
                                   const pool_reducer_t *r, void *result);
+
+/** @} */
+
+/** \defgroup cancel Cancellation and errors
+ *
+ * A task may stop work that is no longer wanted, and may fail with an
+ * errno-style code that reaches whoever waits for its work.
+ *
+ * <b>Units of work.</b> A group (between pool_group_init() or its last
+ * wait and the next pool_group_wait()), a pool_join(), and a
+ * pool_parallel_for() / pool_parallel_for_try() / pool_parallel_reduce()
+ * call. Each can be cancelled, records at most one failure, and reports
+ * either at its wait.
+ *
+ * <b>The current work.</b> Code running as a group's child, a join's half,
+ * or a loop's body belongs to that unit. A frame spawned with pool_spawn()
+ * (and a POOL_TASK) belongs to the unit its spawner belonged to, wherever it
+ * runs. A pool_submit()ted task belongs to none (it is nobody's child), nor
+ * does code of a thread outside every task (main()).
+ *
+ * <b>Where cancellation reaches.</b> A unit started while some work is
+ * current (a group initialised, a join or a loop called, inside a task) is
+ * nested in it, across pools too. Cancelling a unit cancels every unit
+ * nested in it, transitively, and nothing else: not the work it is nested
+ * in, not its siblings, not tasks it pool_submit()ted. In a cancelled unit
+ * the runtime skips what has not started: a group's child (calling its
+ * drop function, pool_group_spawn_drop()), a join's half, a loop's
+ * subrange (counted in pool_worker_stats_t::skipped and
+ * pool_worker_stats_t::skipped_items). It never stops what runs, and never
+ * skips a frame (pool_spawn(), POOL_TASK): its caller's pool_sync() uses
+ * what it computes, so it always runs, and a long task polls
+ * pool_cancelled() instead.
+ *
+ * <b>Failure.</b> pool_fail(code) records `code` as the failure of the
+ * current unit if it is the first, and cancels the unit. Its wait
+ * (pool_group_wait(), pool_join(), the loop call) returns the first
+ * failure; or ECANCELED if the unit, or work it is nested in, was
+ * cancelled; or 0. A unit cancelled first keeps no later failure.
+ * \code
+ *   static void look(void *arg) {         // a child of group g
+ *     struct part *pt = arg;
+ *     for (size_t i = pt->lo; i < pt->hi; i++) {
+ *       if ((i & 1023) == 0 && pool_cancelled()) return;  // someone found it
+ *       if (pt->data[i] == pt->key) {
+ *         pt->found = i;
+ *         pool_fail(EEXIST);             // first hit wins, the rest stop
+ *         return;
+ *       }
+ *     }
+ *   }
+ *   ...
+ *   for (int k = 0; k < nparts; k++) pool_group_spawn(&g, look, &parts[k]);
+ *   if (pool_group_wait(&g) == EEXIST) ...  // found
+ * \endcode
+ * The C++ layer (wspool.hpp) carries exceptions the same way: the first
+ * exception leaving a task fails its unit and is rethrown by the wait.
+ * examples/search.c is a whole program.
+ *  @{ */
+
+/**
+ * \brief Has the calling task's work been cancelled?
+ *
+ * True when the current unit (see above) or any unit it is nested in was
+ * cancelled or failed. A few loads, one per level of nesting; no fence, no
+ * write. After pool_group_cancel() returns, every call that starts later
+ * (in the sense of a happens-before or a later read of a shared variable)
+ * sees it.
+ * \return 1 if cancelled, else 0 (also outside every unit).
+ */
+POOL_API int pool_cancelled(void);
+
+/**
+ * \brief Fail the calling task's work with \p err.
+ *
+ * Records \p err as the current unit's failure if none was recorded and
+ * neither the unit nor work it is nested in was cancelled, and cancels the
+ * unit either way. The task
+ * goes on running (return from it to stop). pool_fail(ECANCELED) is how a
+ * task cancels its own unit without an error.
+ * \param err the failure, a positive errno-style value.
+ * \return 0 when \p err is the unit's failure; EALREADY when the unit had
+ *         failed, or it or work it is nested in had been cancelled, before
+ *         (\p err is dropped); EINVAL for
+ *         \p err <= 0; ENOENT when no unit is current (a submitted task, a
+ *         thread outside every task): nothing is recorded.
+ */
+POOL_API int pool_fail(int err);
 
 /** @} */
 
@@ -545,6 +715,13 @@ typedef struct pool_worker_stats {
   uint64_t global_taken;   /**< entries the worker took off the global
                                 queue, whole batches: summed over the
                                 workers, every outside submission once */
+  uint64_t skipped;        /**< group children and pool_join() halves the
+                                worker skipped because their work was
+                                cancelled (\ref cancel); not in `tasks` */
+  uint64_t skipped_items;  /**< loop items (pool_parallel_for() and friends)
+                                the worker skipped, whole subranges. A piece
+                                an outside caller runs itself (no memory to
+                                queue it) counts on no worker */
 } pool_worker_stats_t;
 
 /**
@@ -598,7 +775,7 @@ POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
 /** \defgroup version Version
  *  @{ */
 #define WSPOOL_VERSION_MAJOR 0 /**< incompatible API changes */
-#define WSPOOL_VERSION_MINOR 1 /**< compatible additions */
+#define WSPOOL_VERSION_MINOR 2 /**< compatible additions */
 #define WSPOOL_VERSION_PATCH 0 /**< fixes */
 /** @} */
 

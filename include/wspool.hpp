@@ -15,20 +15,56 @@
  *    when `f` takes two indices), inlined into the body's loop.
  *  - wspool::parallel_reduce(b, e, identity, body, combine):
  *    pool_parallel_reduce() on a trivially copyable `T`.
- *  - wspool::task_group: a pool_group_t; wspool::pool::submit(): pool_submit().
- *    These two keep a copy of the callable alive until it runs, one
- *    allocation per call (as oneTBB's task_group and enqueue do).
+ *  - wspool::task_group: a pool_group_t (cancel(): pool_group_cancel());
+ *    wspool::pool::submit(): pool_submit(). These two keep a copy of the
+ *    callable alive until it runs, one allocation per call (as oneTBB's
+ *    task_group and enqueue do).
+ *  - wspool::is_cancelled(): pool_cancelled().
  * The layer allocates nothing beyond that: join(), parallel_for() and
  * parallel_reduce() add no allocation to what the C calls do.
  *
- * Exceptions: an exception leaving a task is caught on the worker and the
- * first one thrown (in time) is rethrown by the waiter: join() and
- * parallel_for()/parallel_reduce() when they return, task_group::wait(),
- * pool::wait_idle(). Later ones are dropped. After a first exception,
- * parallel_for()/parallel_reduce() chunks and task_group tasks that have
- * not started yet are skipped (as oneTBB cancels the group); both halves of
- * a join() always run. Errors of the C API (ENOMEM, ESHUTDOWN, ...) throw
- * wspool::error.
+ * Exceptions use the C API's cancellation (wspool.h, "Cancellation and
+ * errors"). Its units of work are a task_group (from its construction or
+ * its last wait() to the next wait()), a parallel_for() or
+ * parallel_reduce() call, and a join() from a thread that is not a worker
+ * of its pool (pool_join()). An exception leaving a task of a unit (a
+ * group's task, a loop body's subrange, a half of that join) is caught on
+ * the worker, which calls pool_fail(ECANCELED): if that is the unit's first
+ * failure the exception is kept, and the unit's wait rethrows it
+ * (task_group::wait(), or the loop or join call when it returns). An
+ * exception thrown once the unit had failed or been cancelled is dropped.
+ * The failure cancels the unit: the runtime skips what of it has not
+ * started (group tasks, loop subranges, join halves); running tasks
+ * finish (a long one polls wspool::is_cancelled()). A combine of
+ * parallel_reduce() runs on the caller once the loop is over, outside its
+ * unit: the first exception a combine throws is rethrown, the combines
+ * after it are skipped.
+ *
+ * Cancellation reaches every unit nested in the cancelled one,
+ * transitively and across pools: a task_group constructed, a loop called,
+ * or a join called from outside its pool, while a task of the unit runs
+ * (anywhere in it, also inside a join() half it runs on a worker). It does
+ * not reach the work the unit is nested in, its siblings, or tasks
+ * submitted with pool::submit(). task_group::cancel() cancels a group (and
+ * what is nested in it) without an exception: its wait() then returns
+ * false, as it does when work the group is nested in was cancelled. A loop
+ * (or a join from outside) nested in cancelled work throws
+ * wspool::error(ECANCELED), unless one of its own tasks threw first (then
+ * that exception); uncaught, it only unwinds the task that called the
+ * loop: the enclosing unit is cancelled already and its wait reports that
+ * (false, or the exception that cancelled it).
+ *
+ * join() on a worker of its pool is not a unit (pool_spawn() and
+ * pool_take(): a spawned frame belongs to its spawner's unit, and the
+ * runtime never skips one): when `f` throws, `g` does not run if it was
+ * taken back unstarted; if a thief had it, join() waits for it (dropping
+ * what it threw); then `f`'s exception is rethrown. When only `g` throws,
+ * its exception is rethrown. Tasks submitted with pool::submit() belong to
+ * no unit and are never skipped: the first exception one throws (in time)
+ * is rethrown by pool::wait_idle(), later ones are dropped.
+ *
+ * Errors of the C API (ENOMEM, ESHUTDOWN, the code of a C task's
+ * pool_fail(), ECANCELED as above, ...) throw wspool::error.
  */
 #ifndef WSPOOL_HPP
 #define WSPOOL_HPP
@@ -67,12 +103,13 @@ inline void check(int rc, const char *where) {
   if (rc != 0) fail(rc, where);
 }
 
-/* The first exception thrown by the tasks of one wait. Nothing is
- * constructed until a task throws, so the non-throwing path is a store
- * and a load. The slot itself has nothing to do when it goes out of scope:
- * its owner either rethrows or discards what it holds (join() does, on
- * every path where a task may have thrown), or is a first_exception, whose
- * destructor discards. */
+/* The first exception kept for one wait. Nothing is constructed until a
+ * task throws, so the non-throwing path is a store and a load. The slot
+ * itself has nothing to do when it goes out of scope: its owner either
+ * rethrows or discards what it holds (join() does, on every path where a
+ * task may have thrown), or is a first_exception, whose destructor
+ * discards. In a unit, pool_fail() picks the one exception to keep
+ * (fail_unit()); the slot keeps the first one offered all the same. */
 class exception_slot {
  public:
   exception_slot() noexcept = default;
@@ -86,7 +123,7 @@ class exception_slot {
       state_.store(SET, std::memory_order_release);
     }
   }
-  /* True once a task threw (to skip work that has not started). */
+  /* True once an exception was kept (reduce skips later combines). */
   bool failed() const noexcept { return state_.load(std::memory_order_relaxed) != NONE; }
   /* After the wait: rethrow the first exception, if any, and reset. */
   void rethrow() {
@@ -119,8 +156,21 @@ class first_exception : public exception_slot {
   ~first_exception() { discard(); }
 };
 
-/* A callable that lives elsewhere (the caller's frame), as a pool_fn. */
-template <class F>
+/* In a catch, in a task of a unit (a group's task, a loop's body, a half
+ * of pool_join()): fail the unit, which cancels it, and keep the exception
+ * if that is the unit's first failure (pool_fail() returns 0). EALREADY:
+ * the unit had failed or been cancelled before, the exception is dropped.
+ * ENOENT (no unit is current, which the runtime never lets happen here)
+ * keeps the first exception, as a submitted task does. */
+inline void fail_unit(exception_slot &exc) noexcept {
+  if (pool_fail(ECANCELED) != EALREADY) exc.capture();
+}
+
+/* A callable that lives elsewhere (the caller's frame), as a pool_fn.
+ * InUnit: a half of pool_join(), whose exception fails the join's unit;
+ * otherwise a spawned frame (the runtime never skips it), whose exception
+ * only goes to the slot. */
+template <class F, bool InUnit = false>
 struct call_ref {
   F *f;
   exception_slot *exc;
@@ -129,7 +179,10 @@ struct call_ref {
     try {
       (*c->f)();
     } catch (...) {
-      c->exc->capture();
+      if constexpr (InUnit)
+        fail_unit(*c->exc);
+      else
+        c->exc->capture();
     }
   }
 };
@@ -146,36 +199,30 @@ inline pool_t *current() noexcept {
 }
 
 /* join from a thread that is not a worker of `p`: both halves run on the
- * pool while this one waits. Out of line and cold, so that the caller's
- * inline path stays small; `f` comes as a copy when it can, so that its
- * address never escapes the caller and the compiler keeps its captures in
- * registers there. */
+ * pool while this one waits, as the halves of pool_join()'s unit: the
+ * first to throw fails it (the other half is skipped if it has not
+ * started) and its exception comes out here. Out of line and cold, so
+ * that the caller's inline path stays small; `f` comes as a copy when it
+ * can, so that its address never escapes the caller and the compiler keeps
+ * its captures in registers there. */
 template <class F, class G>
 [[gnu::noinline, gnu::cold]] void join_outside(pool_t *p, F f, G &g) {
   using FR = std::remove_reference_t<F>;
   first_exception exc;
-  call_ref<FR> cf{&f, &exc};
-  call_ref<G> cg{&g, &exc};
-  check(pool_join(p, &call_ref<FR>::run, &cf, &call_ref<G>::run, &cg), "pool_join");
-  exc.rethrow();
+  call_ref<FR, true> cf{&f, &exc};
+  call_ref<G, true> cg{&g, &exc};
+  int rc = pool_join(p, &call_ref<FR, true>::run, &cf, &call_ref<G, true>::run, &cg);
+  exc.rethrow(); /* before rc, which is then ECANCELED */
+  check(rc, "pool_join");
 }
 
-/* join's `f` threw (called inside its catch): `g` still runs, here or on
- * the thief that took it, and then the first exception is rethrown. */
-template <class G>
-[[noreturn, gnu::noinline, gnu::cold]] void join_unwind(pool_task_t *t, G &g,
-                                                        exception_slot &exc) {
-  exc.capture();
-  int rc = pool_take(t);
-  if (rc == POOL_TAKEN) {
-    try {
-      g();
-    } catch (...) {
-      exc.capture();
-    }
-  }
-  exc.rethrow(); /* f's exception was captured first */
-  __builtin_unreachable();
+/* join's `f` threw (called inside its catch): `g` is dropped if it is
+ * taken back unstarted, else waited for on the thief that took it (what
+ * it threw is dropped); then f's exception goes on. */
+[[noreturn, gnu::noinline, gnu::cold]] inline void join_unwind(pool_task_t *t,
+                                                               exception_slot &exc) {
+  if (pool_take(t) != POOL_TAKEN) exc.discard();
+  throw;
 }
 
 /* join's `g` ran on a thief (rc from pool_take): rethrow what it threw. */
@@ -189,8 +236,9 @@ template <class G>
 
 /* join on `p` (NULL: the caller's pool, else the default pool). On a worker
  * of that pool: spawn g, run f, take g back (pool_take) and call it, unless
- * a thief has it. On the path where g is taken back, the exception slot is
- * never read: only a thief writes it, and f's exceptions leave through
+ * a thief has it; no unit of its own (g's frame belongs to the caller's
+ * unit). On the path where g is taken back, the exception slot is never
+ * read: only a thief writes it, and f's exceptions leave through
  * join_unwind. */
 template <class F, class G>
 inline void join(pool_t *p, F &f, G &g) {
@@ -209,7 +257,7 @@ inline void join(pool_t *p, F &f, G &g) {
   try {
     f();
   } catch (...) {
-    join_unwind(&t, g, exc);
+    join_unwind(&t, exc);
   }
   int rc = pool_take(&t);
   if (__builtin_expect(rc == POOL_TAKEN, 1)) {
@@ -242,7 +290,6 @@ struct for_ctx {
   first_exception exc;
   static void body(std::size_t lo, std::size_t hi, void *p) noexcept {
     for_ctx *c = static_cast<for_ctx *>(p);
-    if (c->exc.failed()) return; /* cancelled by an earlier exception */
     /* Locals: the body's stores cannot then be taken to change them. */
     const I b = c->b;
     F &f = *c->f;
@@ -255,7 +302,7 @@ struct for_ctx {
         for (std::size_t i = lo; i < hi; i++) f(at(b, i));
       }
     } catch (...) {
-      c->exc.capture();
+      fail_unit(c->exc); /* the runtime skips the subranges not started */
     }
   }
 };
@@ -264,8 +311,9 @@ template <class I, class F>
 void parallel_for(pool_t *p, I b, I e, std::size_t grain, F &f) {
   std::size_t n = count(b, e);
   for_ctx<I, F> c{b, &f, {}};
-  check(pool_parallel_for(p, 0, n, grain, &for_ctx<I, F>::body, &c), "pool_parallel_for");
-  c.exc.rethrow();
+  int rc = pool_parallel_for(p, 0, n, grain, &for_ctx<I, F>::body, &c);
+  c.exc.rethrow(); /* before rc, which is then ECANCELED */
+  check(rc, "pool_parallel_for");
 }
 
 template <class I, class T, class Body, class Combine>
@@ -278,7 +326,6 @@ struct reduce_ctx {
 
   static void accumulate(std::size_t lo, std::size_t hi, void *acc, void *p) noexcept {
     reduce_ctx *c = static_cast<reduce_ctx *>(p);
-    if (c->exc.failed()) return;
     try {
       T a = *c->identity;
       std::memcpy(static_cast<void *>(&a), acc, sizeof(T));
@@ -291,9 +338,12 @@ struct reduce_ctx {
       }
       std::memcpy(acc, static_cast<const void *>(&a), sizeof(T));
     } catch (...) {
-      c->exc.capture();
+      fail_unit(c->exc); /* the runtime skips the subranges not started */
     }
   }
+  /* The combines run on the caller once the loop is over, outside its
+   * unit (so no pool_fail(), which would fail the caller's own unit): the
+   * first exception is kept and the combines after it are skipped. */
   static void join(void *into, const void *from, void *p) noexcept {
     reduce_ctx *c = static_cast<reduce_ctx *>(p);
     if (c->exc.failed()) return;
@@ -327,51 +377,70 @@ T parallel_reduce(pool_t *p, I b, I e, const T &identity, Body &body, Combine &c
   r.ctx = &c;
   r.deterministic = deterministic ? 1 : 0;
   T result = identity;
-  check(pool_parallel_reduce(p, 0, n, grain, &r, static_cast<void *>(&result)),
-        "pool_parallel_reduce");
-  c.exc.rethrow();
+  int rc = pool_parallel_reduce(p, 0, n, grain, &r, static_cast<void *>(&result));
+  c.exc.rethrow(); /* before rc, which is ECANCELED after a body's exception */
+  check(rc, "pool_parallel_reduce");
   return result;
 }
 
-/* A copy of a callable, owned by the task that runs it once. */
+/* A copy of a callable, owned by the submitted task that runs it once (a
+ * submitted task belongs to no unit and is never skipped). */
 template <class D>
 struct owned_call {
   D f;
   first_exception *exc;
-  bool skip_after_failure; /* a group's task: cancelled by a sibling's exception */
   static void run(void *p) noexcept {
     owned_call *c = static_cast<owned_call *>(p);
-    if (!(c->skip_after_failure && c->exc->failed())) {
-      try {
-        c->f();
-      } catch (...) {
-        c->exc->capture();
-      }
+    try {
+      c->f();
+    } catch (...) {
+      c->exc->capture();
     }
     delete c;
   }
 };
 
 template <class F>
-void submit_copy(pool_t *p, F &&f, first_exception *exc, bool group, pool_group_t *g) {
+void submit_copy(pool_t *p, F &&f, first_exception *exc) {
   using D = std::decay_t<F>;
-  owned_call<D> *c = new owned_call<D>{D(std::forward<F>(f)), exc, group};
-  int rc = group ? pool_group_spawn(g, &owned_call<D>::run, c)
-                 : pool_submit(p, &owned_call<D>::run, c);
+  owned_call<D> *c = new owned_call<D>{D(std::forward<F>(f)), exc};
+  int rc = pool_submit(p, &owned_call<D>::run, c);
   if (rc != 0) {
     delete c;
-    fail(rc, group ? "pool_group_spawn" : "pool_submit");
+    fail(rc, "pool_submit");
   }
 }
+
+/* A task_group's task: a copy of the callable, which frees itself when it
+ * has run, or when the runtime skips it (pool_group_spawn_drop()'s drop). */
+template <class D>
+struct group_call {
+  D f;
+  exception_slot *exc; /* the group's */
+  static void run(void *p) noexcept {
+    group_call *c = static_cast<group_call *>(p);
+    try {
+      c->f();
+    } catch (...) {
+      fail_unit(*c->exc); /* the runtime skips the siblings not started */
+    }
+    delete c;
+  }
+  static void drop(void *p) noexcept { delete static_cast<group_call *>(p); }
+};
 
 }  // namespace detail
 
 /**
  * Run `f()` and `g()`, possibly in parallel; return when both have
- * finished, rethrowing the first exception either threw. On a worker, `f`
- * runs here and `g` is spawned (and run here too unless a thief took it);
- * elsewhere both run on the default pool, `f` as a copy when it is
- * copyable. Allocates nothing.
+ * finished (or `g` was dropped), rethrowing an exception. On a worker, `f`
+ * runs here and `g` is spawned (and run here too unless a thief took it):
+ * when `f` throws, `g` is dropped if it had not been stolen, and `f`'s
+ * exception is rethrown. Elsewhere both run on the default pool, `f` as a
+ * copy when it is copyable, as a unit (pool_join()): the first exception
+ * is rethrown and the other half skipped if it had not started; nested
+ * in cancelled work this throws wspool::error(ECANCELED). Allocates
+ * nothing.
  */
 template <class F, class G>
 void join(F &&f, G &&g) {
@@ -380,7 +449,10 @@ void join(F &&f, G &&g) {
 
 /** Call `f(i)` for every `i` in [b, e), or `f(lo, hi)` on disjoint
  *  subranges covering it, in parallel on the caller's pool (or the default
- *  pool); `grain` is the smallest subrange, 0 = automatic. */
+ *  pool); `grain` is the smallest subrange, 0 = automatic. The first
+ *  exception thrown is rethrown, and the subranges not started by then
+ *  are skipped; nested in cancelled work, this throws
+ *  wspool::error(ECANCELED) (subranges may have been skipped). */
 template <class B, class E, class F>
 void parallel_for(B b, E e, std::size_t grain, F &&f) {
   using I = std::common_type_t<B, E>;
@@ -399,7 +471,9 @@ void parallel_for(B b, E e, F &&f) {
  * partial results in index order (associative, not necessarily
  * commutative). Every partial result starts from `identity`. `T` must be
  * trivially copyable. `deterministic`: the same subranges and combine tree
- * whatever the pool (pool_reducer_t::deterministic).
+ * whatever the pool (pool_reducer_t::deterministic). Exceptions and
+ * cancellation as parallel_for(); the combines run on the caller after
+ * the loop, and the first exception one throws is rethrown.
  */
 template <class B, class E, class T, class Body, class Combine>
 T parallel_reduce(B b, E e, T identity, Body &&body, Combine &&combine, std::size_t grain = 0,
@@ -408,6 +482,14 @@ T parallel_reduce(B b, E e, T identity, Body &&body, Combine &&combine, std::siz
   return detail::parallel_reduce(nullptr, static_cast<I>(b), static_cast<I>(e), identity, body,
                                  combine, grain, deterministic);
 }
+
+/** True when the calling task's work was cancelled: its unit (a
+ *  task_group's task, a loop's body, a half of a join from outside the
+ *  pool) or a unit that one is nested in was cancelled, by cancel() or by
+ *  an exception (or pool_fail()). False outside every unit: in main(), in a
+ *  task submitted with pool::submit(). pool_cancelled(): a few loads, no
+ *  write; a long task polls it to stop early. */
+inline bool is_cancelled() noexcept { return pool_cancelled() != 0; }
 
 /** An owning pool: created by the constructor, drained and destroyed by the
  *  destructor. Not copyable or movable (tasks refer to it). */
@@ -462,10 +544,12 @@ class pool {
                                    combine, grain, deterministic);
   }
   /** Run a copy of `f` once on the pool, fire-and-forget (pool_submit()).
-   *  Its exception, if the first, is rethrown by wait_idle(). */
+   *  It belongs to no unit: it is never skipped or cancelled, whatever the
+   *  task that submitted it. Its exception, if the first, is rethrown by
+   *  wait_idle(). */
   template <class F>
   void submit(F &&f) {
-    detail::submit_copy(p_, std::forward<F>(f), &exc_, false, nullptr);
+    detail::submit_copy(p_, std::forward<F>(f), &exc_);
   }
   /** pool_wait_idle(), then rethrow the first exception a submitted task
    *  threw since the last wait_idle(). */
@@ -480,8 +564,13 @@ class pool {
   detail::first_exception exc_;
 };
 
-/** Any number of tasks, waited for together (a pool_group_t). run() keeps
- *  a copy of the callable until it has run: one allocation per run(). */
+/** Any number of tasks, waited for together (a pool_group_t), a unit of
+ *  work: the first exception a task throws cancels the group (the tasks
+ *  not started are skipped) and wait() rethrows it. run() keeps a copy of
+ *  the callable until it has run, or until the runtime skips it: one
+ *  allocation per run(). A group constructed inside a task is nested in
+ *  that task's unit, so cancelling that cancels the group; such a group
+ *  must not outlive the task. */
 class task_group {
  public:
   /** On the caller's pool, else the default pool. */
@@ -489,20 +578,43 @@ class task_group {
   explicit task_group(pool &p) { init(p.get()); }
   task_group(const task_group &) = delete;
   task_group &operator=(const task_group &) = delete;
-  /** Waits for the tasks still running; their exception is dropped. */
+  /** Waits for the tasks still running; their exception is dropped, and so
+   *  is the cancellation or failure. */
   ~task_group() { (void)pool_group_wait(&g_); }
 
-  /** Run a copy of `f` as a task of the group. */
+  /** Run a copy of `f` as a task of the group (pool_group_spawn()). Into a
+   *  cancelled group, the copy is made and the task is skipped. */
   template <class F>
   void run(F &&f) {
-    detail::submit_copy(nullptr, std::forward<F>(f), &exc_, true, &g_);
+    using D = std::decay_t<F>;
+    auto *c = new detail::group_call<D>{D(std::forward<F>(f)), &exc_};
+    using call = detail::group_call<D>;
+    int rc = pool_group_spawn_drop(&g_, &call::run, c, &call::drop);
+    if (rc != 0) {
+      delete c;
+      detail::fail(rc, "pool_group_spawn");
+    }
   }
-  /** Wait for every task run so far (helping, like pool_group_wait()),
-   *  then rethrow the first exception one threw. Tasks not yet started
-   *  when one threw are skipped. The group may be reused. */
-  void wait() {
-    detail::check(pool_group_wait(&g_), "pool_group_wait");
+  /** Cancel the group (pool_group_cancel()): its tasks not started are
+   *  skipped, and so is what has not started of every unit nested in its
+   *  tasks; running tasks finish (is_cancelled() is true in them). From
+   *  any thread, any number of times; lasts until the next wait() returns
+   *  (which then returns false, unless a task's exception came first). */
+  void cancel() { detail::check(pool_group_cancel(&g_), "pool_group_cancel"); }
+  /** Wait for every task run so far (helping, like pool_group_wait()).
+   *  Then: rethrow the first exception a task threw, if one did; return
+   *  false when the group was cancelled (cancel(), or a cancellation of
+   *  work the group is nested in; tasks may have been skipped); throw
+   *  wspool::error when the group failed with a C code (a task called
+   *  pool_fail() with a code other than ECANCELED); return true when every
+   *  task ran. The group may be reused: the wait clears the cancellation
+   *  and the failure. */
+  bool wait() {
+    int rc = pool_group_wait(&g_);
     exc_.rethrow();
+    if (rc == ECANCELED) return false;
+    detail::check(rc, "pool_group_wait");
+    return true;
   }
 
  private:

@@ -27,6 +27,7 @@ static int spawn_outside(struct pool *p, ws_frame *f) {
   f->hdr.exec = ws_frame_exec;
   f->owner = NULL;
   f->pool = p;
+  f->ctx = ws_ctx_current();
   ws_ptr_store(&f->thief, NULL, ws_relaxed);
   /* Relaxed: the queue's lock publishes it. */
   ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
@@ -59,6 +60,7 @@ static bool spawn_private(ws_worker *w, ws_frame *f) {
 /* Publishes f on w's deque. When neither the private array nor the deque
  * can grow, it runs now and its sync finds it done. */
 static void spawn_public(ws_worker *w, ws_frame *f) {
+  f->ctx = ws_ctx_current();
   ws_frame_make_public(f, w);
   if (ws_push(w, &f->hdr) == 0) {
     ws_fast_open(w);
@@ -86,7 +88,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
                      (st == frame_state(f, FRAME_SPAWNED) || st == frame_state(f, FRAME_DONE)),
                  "pool_spawn into a frame that is still pending (spawned, not yet synced)");
 #ifdef WS_DEBUG_CHECKS
-    f->spawner = &ws__self;
+    f->spawner = ws_thread_tag();
 #endif
   }
   f->fn = fn;
@@ -198,7 +200,7 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
     found = unwind_to(f, self);
   } else {
 #ifdef WS_DEBUG_CHECKS
-    WS_MISUSE_IF(f->spawner != &ws__self,
+    WS_MISUSE_IF(f->spawner != ws_thread_tag(),
                  "pool_sync/pool_take from a thread other than the one that spawned the frame");
 #endif
     if (finished) {
@@ -252,30 +254,58 @@ int pool__spawn_full(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg)
 int pool__sync_full(pool_task_t *task) __attribute__((alias("pool_sync")));
 int pool__take_full(pool_task_t *task) __attribute__((alias("pool_take")));
 
+/* A half of a pool_join: run in the join's unit, or skipped if that is
+ * cancelled (a failure of the other half, or of work it is nested in). */
+typedef struct join_half {
+  pool_fn fn;
+  void *arg;
+  ws_ctx *unit;
+  bool frame; /* runs as a frame, which counts as a task run */
+} join_half;
+
+static void join_run(void *arg) {
+  join_half *h = arg;
+  ws_scope s;
+  ws_scope_enter(&s, h->unit);
+  if (!ws_ctx_cancelled(h->unit)) {
+    h->fn(h->arg);
+  } else if (ws_self()) {
+    ws_counter_add(&ws_self()->stats.skipped, 1);
+    if (h->frame) pool__tls.tasks--; /* not a run after all */
+  }
+  ws_scope_pop(&s);
+}
+
 int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!a || !b) return EINVAL;
   ws_worker *w = ws_self();
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
+  ws_ctx unit;
+  ws_ctx_init(&unit, ws_ctx_current());
+  join_half ha = {a, a_arg, &unit, false}, hb = {b, b_arg, &unit, true};
   pool_task_t ta, tb;
-  rc = pool_spawn(p, &tb, b, b_arg);
+  rc = pool_spawn(p, &tb, join_run, &hb);
   if (rc) return rc;
   if (w && w->pool == p) {
-    a(a_arg);
-    return pool_sync(&tb);
+    join_run(&ha);
+    pool_sync(&tb);
+    return ws_ctx_result(&unit);
   }
   /* From outside the pool both halves run on its workers, so that what
    * they spawn (a NULL pool means "my pool" there) stays in this pool. */
-  rc = pool_spawn(p, &ta, a, a_arg);
-  if (rc) {
+  ha.frame = true;
+  if (pool_spawn(p, &ta, join_run, &ha) != 0) {
+    ha.frame = false;
     /* b is queued already: wait for it, then run a here. */
     pool_sync(&tb);
-    a(a_arg);
-    return 0;
+    join_run(&ha);
+  } else {
+    pool_sync(&ta);
+    pool_sync(&tb);
   }
-  pool_sync(&ta);
-  return pool_sync(&tb);
+  return ws_ctx_result(&unit);
 }
 
 /* Groups. */
@@ -299,6 +329,7 @@ typedef struct ws_group {
   ws_i64 pending;
   uint64_t magic;
   ws_u32 waiting; /* debug checks: a pool_group_wait is running */
+  ws_ctx unit;    /* the group as a unit of work (cancel.h) */
 } ws_group;
 
 _Static_assert(sizeof(ws_group) <= sizeof(pool_group_t), "pool_group_t too small");
@@ -308,6 +339,7 @@ typedef struct group_child {
   pool_fn fn;
   void *arg;
   ws_group *group;
+  pool_fn drop; /* called instead of fn when the child is skipped, or NULL */
 } group_child;
 
 _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too small");
@@ -326,15 +358,28 @@ static void group_done(ws_group *g, struct pool *p) {
   ws_latch_notify(p, WS_WAKE_WORKER | (old & GROUP_WAITER ? WS_WAKE_OUTSIDE : 0));
 }
 
-static void child_exec(ws_task *t, ws_worker *w) {
-  group_child *c = (group_child *)t;
-  pool_fn fn = c->fn;
-  void *arg = c->arg;
-  ws_group *g = c->group;
-  ws_node_free(ws_node_of(c), &w->nodes);
+/* Runs a child of g on worker w in the calling thread's current scope,
+ * which is g's; or skips it, once g is cancelled. True if it ran. */
+static bool child_run(ws_group *g, pool_fn fn, pool_fn drop, void *arg, ws_worker *w) {
+  if (ws_ctx_cancelled(&g->unit)) {
+    ws_counter_add(&w->stats.skipped, 1);
+    if (drop) drop(arg);
+    return false;
+  }
   uint64_t t0 = ws_trace_t0(w);
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
+  return true;
+}
+
+static void child_exec(ws_task *t, ws_worker *w) {
+  group_child *c = (group_child *)t;
+  pool_fn fn = c->fn, drop = c->drop;
+  void *arg = c->arg;
+  ws_group *g = c->group;
+  ws_node_free(ws_node_of(c), &w->nodes);
+  ws__scope->ctx = &g->unit;
+  if (!child_run(g, fn, drop, arg, w)) pool__tls.tasks--; /* ws_run() counts a run */
   struct pool *p = g->pool;
   /* seq_cst (group_done): pairs with an outside waiter's registration
    * (ws_event). After this decrement the group may be gone; only the pool
@@ -360,11 +405,16 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
   g->pool = p;
   ws_i64_store(&g->pending, 0, ws_relaxed);
   ws_u32_store(&g->waiting, 0, ws_relaxed);
+  ws_ctx_init(&g->unit, ws_ctx_current());
   g->magic = GROUP_TAG(g);
   return 0;
 }
 
 int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
+  return pool_group_spawn_drop(pg, fn, arg, NULL);
+}
+
+int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop) {
   if (!pg || !fn) return EINVAL;
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_spawn on a group never initialised");
@@ -386,6 +436,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   c->fn = fn;
   c->arg = arg;
   c->group = g;
+  c->drop = drop;
   /* Relaxed: the push publishes it, and the child's decrement comes after
    * its run, which comes after this in happens-before. */
   int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
@@ -397,8 +448,11 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
   }
   ws_node_free(n, inside ? &w->nodes : NULL);
   if (inside && rc == ENOMEM) {
-    fn(arg); /* the deque cannot grow: run it now */
-    pool__tls.tasks++; /* a worker's: joins its stats.tasks in ws_run() */
+    /* The deque cannot grow: run it now, as the group's. */
+    ws_scope sc;
+    ws_scope_enter(&sc, &g->unit);
+    if (child_run(g, fn, drop, arg, w)) pool__tls.tasks++; /* joins stats.tasks in ws_run() */
+    ws_scope_pop(&sc);
     rc = 0;
   }
   group_done(g, p);
@@ -417,8 +471,35 @@ int pool_group_wait(pool_group_t *pg) {
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");
   int rc = group_wait(g);
+  if (rc == 0) {
+    rc = ws_ctx_result(&g->unit);
+    /* The next round starts uncancelled. Relaxed: a cancel racing with
+     * this lands before it (cleared) or after (the next round's). */
+    ws_u32_store(&g->unit.state, 0, ws_relaxed);
+  }
   if (WS_DEBUG) ws_u32_store(&g->waiting, 0, ws_relaxed);
   return rc;
+}
+
+int pool_group_cancel(pool_group_t *pg) {
+  if (!pg) return EINVAL;
+  ws_group *g = (ws_group *)pg;
+  WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_cancel on a group never initialised");
+  if (g->magic != GROUP_TAG(g)) return EINVAL;
+  ws_ctx_cancel(&g->unit);
+  return 0;
+}
+
+int pool_cancelled(void) {
+  ws_ctx *c = ws_ctx_current();
+  return c && ws_ctx_cancelled(c);
+}
+
+int pool_fail(int err) {
+  if (err <= 0) return EINVAL;
+  ws_ctx *c = ws_ctx_current();
+  if (!c) return ENOENT;
+  return ws_ctx_fail(c, err);
 }
 
 static int group_wait(ws_group *g) {

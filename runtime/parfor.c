@@ -33,7 +33,9 @@ enum { PF_AUTO_CHUNKS_PER_WORKER = 1024 };
 
 typedef struct pf_job {
   pool_range_fn body;
+  pool_try_range_fn try_body; /* instead of body: pool_parallel_for_try */
   void *ctx;
+  ws_ctx unit; /* the loop as a unit of work (cancel.h) */
   struct pool *pool;
   size_t cs;         /* items per chunk */
   ws_size remaining; /* items not yet run */
@@ -106,14 +108,34 @@ static void job_progress(pf_job *job, size_t items) {
   ws_latch_notify(p, outside ? WS_WAKE_OUTSIDE : WS_WAKE_WORKER);
 }
 
+/* Runs the items [lo, hi) in the calling thread's current scope, which is
+ * the loop's; or skips them, once the loop is cancelled (counted on the
+ * worker w, if the caller is one). The check comes before every chunk, so
+ * after a cancel at most the chunk each worker is starting still starts
+ * (docs/design.md 5.8). */
+static inline void run_chunk(pf_job *job, size_t lo, size_t hi, ws_worker *w) {
+  if (ws_ctx_cancelled(&job->unit)) {
+    if (w) ws_counter_add(&w->stats.skipped_items, hi - lo);
+    return;
+  }
+  if (!job->try_body) {
+    job->body(lo, hi, job->ctx);
+    return;
+  }
+  int err = job->try_body(lo, hi, job->ctx);
+  if (err) ws_ctx_fail(&job->unit, err > 0 ? err : EINVAL);
+}
+
 /* Runs chunks [from, to) of a range of n items at base, without exposing
  * anything (no deque, or no memory to split). */
 static void run_chunks(pf_job *job, size_t base, size_t n, size_t from, size_t to) {
   size_t nch = nchunks(n, job->cs);
+  ws_worker *w = ws_self();
+  if (w && w->pool != job->pool) w = NULL;
   for (size_t k = from; k < to; k++) {
     size_t lo, hi;
     chunk_bounds(n, job->cs, nch, k, &lo, &hi);
-    job->body(base + lo, base + hi, job->ctx);
+    run_chunk(job, base + lo, base + hi, w);
   }
 }
 
@@ -149,7 +171,7 @@ static void range_run(ws_worker *w, pf_range *r) {
     while (low < mid) {
       size_t lo, hi;
       chunk_bounds(n, cs, nch, low, &lo, &hi);
-      job->body(r->base + lo, r->base + hi, job->ctx);
+      run_chunk(job, r->base + lo, r->base + hi, w);
       items += hi - lo;
       low++;
       uint64_t s = ws_u64_load(&r->split, ws_relaxed);
@@ -181,7 +203,9 @@ static void range_run(ws_worker *w, pf_range *r) {
 }
 
 static void range_start_exec(ws_task *t, ws_worker *w) {
-  range_run(w, (pf_range *)((char *)t - offsetof(pf_range, start)));
+  pf_range *r = (pf_range *)((char *)t - offsetof(pf_range, start));
+  ws__scope->ctx = &r->job->unit;
+  range_run(w, r);
 }
 
 static void range_handle_exec(ws_task *t, ws_worker *w) {
@@ -195,6 +219,7 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
     return;
   }
   pf_job *job = r->job;
+  ws__scope->ctx = &job->unit;
   uint64_t s = ws_u64_load(&r->split, ws_acquire);
   size_t mid = mid_of(s), high = high_of(s);
   bool stolen = false;
@@ -246,11 +271,9 @@ static size_t auto_chunk(size_t n, unsigned workers) {
 }
 
 static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
-                      size_t grain, pool_range_fn body, void *ctx);
+                      size_t grain, pf_job *job);
 
-int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool_range_fn body,
-                      void *ctx) {
-  if (begin > end || !body) return EINVAL;
+static int parfor(pool_t *pool, size_t begin, size_t end, size_t grain, pf_job *job) {
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
@@ -260,36 +283,53 @@ int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool
   /* From outside the whole loop is inside the pool's gate (pool.c): the
    * pieces it runs itself end in job_progress, which notifies the pool. */
   if (!inside && (rc = ws_enter(p)) != 0) return rc;
-  rc = parfor_run(p, w, inside, begin, end, grain, body, ctx);
+  /* The loop is the calling thread's current unit while it runs pieces
+   * here and waits (a wait's helping runs other tasks in scopes of their
+   * own). */
+  ws_scope sc;
+  ws_ctx_init(&job->unit, ws_ctx_current());
+  ws_scope_enter(&sc, &job->unit);
+  rc = parfor_run(p, w, inside, begin, end, grain, job);
+  ws_scope_pop(&sc);
   if (!inside) ws_leave(p);
-  return rc;
+  return rc ? rc : ws_ctx_result(&job->unit);
+}
+
+int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool_range_fn body,
+                      void *ctx) {
+  if (begin > end || !body) return EINVAL;
+  pf_job job = {.body = body, .ctx = ctx};
+  return parfor(pool, begin, end, grain, &job);
+}
+
+int pool_parallel_for_try(pool_t *pool, size_t begin, size_t end, size_t grain,
+                          pool_try_range_fn body, void *ctx) {
+  if (begin > end || !body) return EINVAL;
+  pf_job job = {.try_body = body, .ctx = ctx};
+  return parfor(pool, begin, end, grain, &job);
 }
 
 static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
-                      size_t grain, pool_range_fn body, void *ctx) {
+                      size_t grain, pf_job *job) {
   size_t n = end - begin;
-
-  pf_job job;
-  job.body = body;
-  job.ctx = ctx;
-  job.pool = p;
-  job.outside = !inside;
+  job->pool = p;
+  job->outside = !inside;
   size_t cs = grain ? grain : auto_chunk(n, p->nthreads);
   size_t min_cs = n / PF_MAX_CHUNKS + 1;
-  job.cs = cs > min_cs ? cs : min_cs;
-  ws_size_store(&job.remaining, n, ws_relaxed);
-  ws_u32_store(&job.done, 0, ws_relaxed);
+  job->cs = cs > min_cs ? cs : min_cs;
+  ws_size_store(&job->remaining, n, ws_relaxed);
+  ws_u32_store(&job->done, 0, ws_relaxed);
 
   /* Static split into one piece per worker (fewer if there are few chunks).
    * From a worker, pieces 1.. go on our deque first, then we run piece 0. */
-  size_t nch = nchunks(n, job.cs);
+  size_t nch = nchunks(n, job->cs);
   size_t pieces = p->nthreads < nch ? p->nthreads : nch;
   bool started = false; /* a piece was queued or ran here */
   for (size_t i = pieces; i-- > 0;) {
     size_t lo_ch = nch / pieces * i + (i < nch % pieces ? i : nch % pieces);
     size_t hi_ch = lo_ch + nch / pieces + (i < nch % pieces ? 1 : 0);
-    size_t lo = lo_ch * job.cs, hi = hi_ch == nch ? n : hi_ch * job.cs;
-    pf_range *r = range_new(&job, begin + lo, hi - lo);
+    size_t lo = lo_ch * job->cs, hi = hi_ch == nch ? n : hi_ch * job->cs;
+    pf_range *r = range_new(job, begin + lo, hi - lo);
     if (inside && i == 0 && r) {
       range_run(w, r);
       continue;
@@ -309,10 +349,10 @@ static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, s
     /* No memory or no room: run this piece here, exposing nothing. */
     free(r);
     started = true;
-    run_chunks(&job, begin + lo, hi - lo, 0, hi_ch - lo_ch);
-    job_progress(&job, hi - lo);
+    run_chunks(job, begin + lo, hi - lo, 0, hi_ch - lo_ch);
+    job_progress(job, hi - lo);
   }
-  ws_latch done = ws_latch_value(&job.done, 1);
+  ws_latch done = ws_latch_value(&job->done, 1);
   ws_latch_wait(p, &done, NULL);
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <wspool.h>
 
 #include "atomics.h"
+#include "cancel.h"
 #include "debug.h"
 #include "deque.h"
 #include "gqueue.h"
@@ -27,7 +28,7 @@ _Static_assert(_Generic((pool_fn)0, ws_fn: 1, default: 0), "pool_fn and ws_fn ar
 
 typedef struct ws_stats {
   ws_u64 tasks, local_pops, global_pops, steals, steals_remote, steal_failures, sleeps;
-  ws_u64 global_taken;
+  ws_u64 global_taken, skipped, skipped_items;
 } ws_stats;
 
 /* A worker, its fields grouped by who writes them. */
@@ -49,6 +50,9 @@ typedef struct ws_worker {
    * priv_base[-1] is a marker slot; priv_end is one past the last slot. */
   ws_task **priv_lo, **priv_base, **priv_end;
   ws_task **priv_block;    /* the array's allocation: the marker slot first */
+  /* Frames published from the private stack so far: the logical position
+   * of priv_lo, which scopes use to tell whose a frame is (cancel.h). */
+  uint64_t priv_seq;
   ws_task **priv_embedded; /* the first array, inside the worker's block */
   /* The batch this worker's pool_submit calls append to, and how many
    * entries it holds (submit.c). */
@@ -162,12 +166,28 @@ static inline void ws_trace_task(ws_worker *w, ws_fnptr fn, uint64_t t0) {
   if (w->trace) ws_trace_record(w->trace, WS_EV_TASK, fn, t0, 0);
 }
 
-/* Runs a task on worker w, the calling thread's own. Frames the task's
- * pool_sync() ran on the fork/join fast path were counted in the
- * thread-local pool__tls.tasks (wspool/inline.h); they join the worker's
- * statistic here, with the task itself. */
+/* The logical position of the calling thread's next private frame
+ * (cancel.h): frames published so far plus those still private. 0 on a
+ * thread that is no worker (it has no private frames). */
+static inline uint64_t ws_priv_pos(void) {
+  ws_worker *w = ws__self;
+  return w ? w->priv_seq + (uint64_t)(ws_top() - w->priv_lo) : 0;
+}
+
+/* Enter unit c on the calling thread for the scope s (cancel.h). */
+static inline void ws_scope_enter(ws_scope *s, ws_ctx *c) { ws_scope_push(s, c, ws_priv_pos()); }
+
+/* Runs a task on worker w, the calling thread's own, in a scope of its
+ * own whose unit the task's exec sets (ws__scope->ctx; none for a
+ * submitted task). Frames the task's pool_sync() ran on the fork/join fast
+ * path were counted in the thread-local pool__tls.tasks
+ * (wspool/inline.h); they join the worker's statistic here, with the task
+ * itself. */
 static inline void ws_run(ws_worker *w, ws_task *t) {
+  ws_scope s;
+  ws_scope_push(&s, NULL, w->priv_seq + (uint64_t)(ws_top() - w->priv_lo));
   t->exec(t, w);
+  ws_scope_pop(&s);
   uint64_t inlined = pool__tls.tasks;
   pool__tls.tasks = 0;
   ws_counter_add(&w->stats.tasks, 1 + inlined);

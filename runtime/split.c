@@ -71,6 +71,7 @@ void ws_frame_exec(ws_task *t, ws_worker *w) {
   ws_frame *f = (ws_frame *)t;
   WS_ASSERT(ws_u32_load(&f->state, ws_relaxed) == frame_state(f, FRAME_SPAWNED));
   ws_ptr_store(&f->thief, w, ws_relaxed);
+  ws__scope->ctx = f->ctx; /* never skipped: its sync uses what it computes */
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
   ws_trace_task(w, (ws_fnptr)f->fn, t0);
@@ -132,8 +133,17 @@ void ws_ask_publish(ws_worker *v) {
 }
 
 void ws_publish(ws_worker *w, size_t n) {
+  size_t avail = (size_t)(ws_top() - w->priv_lo);
+  if (n > avail) n = avail;
+  /* Each frame's unit (cancel.h): the scopes and the frames both in
+   * descending position, so one pass over each. */
+  ws_scope *sc = ws__scope;
+  for (size_t i = n; i-- > 0;) {
+    sc = ws_scope_at(sc, w->priv_seq + i);
+    ((ws_frame *)w->priv_lo[i])->ctx = sc ? sc->ctx : NULL;
+  }
   size_t moved = 0;
-  while (moved < n && w->priv_lo < ws_top()) {
+  while (moved < n) {
     ws_frame *f = (ws_frame *)*w->priv_lo;
     ws_frame_make_public(f, w);
     if (ws_deque_push(&w->dq, &f->hdr) != 0) {
@@ -143,6 +153,7 @@ void ws_publish(ws_worker *w, size_t n) {
       break;
     }
     *w->priv_lo++ = PRIV_MARK(w);
+    w->priv_seq++;
     moved++;
   }
   if (w->priv_lo == ws_top()) {

@@ -79,9 +79,22 @@ typedef struct ws_frame {
   ws_ptr thief;     /* the worker that ran it after a steal (a hint) */
   ws_u32 state;
 #ifdef WS_DEBUG_CHECKS
-  const void *spawner; /* the spawning thread (its ws__self's address) */
+  uint32_t spawner; /* the spawning thread: ws_thread_tag() */
 #endif
+  /* The unit it was spawned in (cancel.h), for whoever runs it once
+   * public; set with the rest at publication. */
+  ws_ctx *ctx;
 } ws_frame;
+
+#ifdef WS_DEBUG_CHECKS
+/* The calling thread, folded to 32 bits from the address of its
+ * ws__self (distinct for threads alive together but for a fold collision,
+ * which only hides a misuse report). */
+static inline uint32_t ws_thread_tag(void) {
+  uint64_t a = (uint64_t)(uintptr_t)&ws__self;
+  return (uint32_t)(a ^ a >> 32);
+}
+#endif
 
 /* The state word of frame f in a given kind: the kind in the top byte, never
  * 0 (IDLE), and below it 24 bits folded from all of f's address (frames
@@ -95,7 +108,8 @@ static inline uint32_t frame_state(const ws_frame *f, uint32_t kind) {
  * the owner synced another frame, or taken from the global queue). */
 void ws_frame_exec(ws_task *t, ws_worker *w);
 /* Gives a private frame (fn and arg only; the inline spawn sets no more)
- * the rest, for whoever runs or syncs it once it leaves the private stack.
+ * the rest, for whoever runs or syncs it once it leaves the private stack
+ * (but its unit, ctx, which the caller sets).
  * Inline, as ws_fast_open: spawn_slow (forkjoin.c) runs both on every
  * publication. */
 static inline void ws_frame_make_public(ws_frame *f, ws_worker *w) {

@@ -53,7 +53,12 @@ static void uncount_submitted(ws_worker *w, int64_t n) {
 }
 
 void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
+  /* In no unit (cancel.h), as when a batch carries it; the caller may be
+   * a waiter inside one. */
+  ws_scope s;
+  ws_scope_enter(&s, NULL);
   fn(arg);
+  ws_scope_pop(&s);
   ws_submit_finished(w);
   ws_counter_add(taken, 1);
   ws_counter_add(&w->stats.tasks, 1);

@@ -5,10 +5,10 @@
  *    outside (pool::join, free join) and recursively inside, exact results;
  *    move-only callables from outside and inside;
  *  - exceptions: the first one thrown comes out of join (f's when both
- *    throw on a one-worker pool, where g runs after f), of parallel_for,
- *    parallel_reduce, task_group::wait and pool::wait_idle; the waiter is
- *    reset afterwards (the next wait throws nothing); a parallel_for whose
- *    every index throws still returns, once;
+ *    throw on a one-worker pool, where g is taken back and dropped), of
+ *    parallel_for, parallel_reduce, task_group::wait and pool::wait_idle;
+ *    the waiter is reset afterwards (the next wait throws nothing); a
+ *    parallel_for whose every index throws still returns, once;
  *  - parallel_for: per index and per subrange, int / size_t / negative
  *    ranges, empty ranges, each index exactly once;
  *  - parallel_reduce: sums, a non-commutative combine (index order kept),
@@ -17,19 +17,48 @@
  *  - submit + wait_idle;
  *  - C errors become wspool::error with the errno value;
  *  - no allocation: join, parallel_for and parallel_reduce make no call to
- *    operator new (counted by a replacement below).
+ *    operator new (counted by a replacement below);
+ *  - cancellation (the C API's units, wspool.h "Cancellation and errors";
+ *    every outcome below is exact whatever the schedule, every wait for
+ *    another thread bounded by a deadline):
+ *    group_exception: a task throws while 10^4 siblings are queued: wait()
+ *    rethrows it, and the tasks that ran plus the workers' `skipped`
+ *    counts make every task spawned (on one worker: only the thrower ran);
+ *    the same in a tree of tasks spawned into the group by its own tasks;
+ *    group_cancel: cancel() from outside while a task runs (it sees
+ *    is_cancelled()), tasks run after it are skipped, wait() returns false,
+ *    the next round runs; an exception after the cancel is dropped; a task
+ *    that calls pool_fail(EIO) makes wait() throw wspool::error(EIO) and its
+ *    own exception is dropped; a submitted task is in no unit;
+ *    nested_cancel: a sibling's exception cancels a group made in another
+ *    task of the outer group: its queued tasks are skipped (at most a few
+ *    per worker started) and its wait returns false; a group made in a
+ *    task once cancel() reached the outer one runs nothing;
+ *    parallel_for_cancel: index k throws: rethrown, every index at most
+ *    once (per index and per subrange); a parallel_for, a
+ *    parallel_reduce and a join from outside its pool inside a cancelled
+ *    group throw wspool::error(ECANCELED), uncaught they end the task and
+ *    the group's wait returns false; an inline join there runs both halves;
+ *    join_cancel: f throws: g is skipped (one worker: taken back) or ran
+ *    once (stolen: waited for, its own exception dropped), f's exception
+ *    comes out; from outside the pool (pool_join) too;
+ *    is_cancelled: false in main, in a plain task and in a submitted task,
+ *    true in a cancelled group's task and in both halves of a join it runs.
  * Cases: join, join_exceptions, parallel_for, reduce, group, submit,
- * errors, no_allocation. */
+ * errors, no_allocation, group_exception, group_cancel, nested_cancel,
+ * parallel_for_cancel, join_cancel, is_cancelled. */
 #include <wspool.hpp>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -304,6 +333,427 @@ static void test_no_allocation(wspool::pool &p) {
   CHECK_EQ(after - before, 0);
 }
 
+/* Wait (yielding) until `done()`, at most `seconds`: false on the deadline. */
+template <class P>
+static bool spin_until(P &&done, double seconds = 20.0) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+static bool cancelled() { return wspool::is_cancelled(); }
+
+/* The pool's workers' `skipped` counts, summed. */
+static unsigned long long skipped_now(wspool::pool &p) {
+  unsigned long long sum = 0;
+  for (unsigned w = 0; w < p.threads(); w++) {
+    pool_worker_stats_t st;
+    CHECK_OK(pool_worker_stats(p.get(), w, &st));
+    sum += st.skipped;
+  }
+  return sum;
+}
+
+/* How many group tasks the pool skipped since `base`, once that is at least
+ * `want` (the counters may lag the wait for an instant; 10 s at most). */
+static unsigned long long skipped_since(wspool::pool &p, unsigned long long base,
+                                        unsigned long long want) {
+  p.wait_idle();
+  unsigned long long d = 0;
+  (void)spin_until([&] { return (d = skipped_now(p) - base) >= want; }, 10.0);
+  return d;
+}
+
+/* A task throws while `n` siblings are queued behind it: wait() rethrows
+ * it, and ran + skipped == every task. On one worker no sibling can start
+ * before the throw (the worker is in the thrower until they are all
+ * queued), so every sibling is skipped. */
+static void test_group_exception(wspool::pool &p, long n) {
+  unsigned long long base = skipped_now(p);
+  std::atomic<bool> started{false}, queued{false}, waited{true};
+  std::atomic<long> ran{0};
+  wspool::task_group g(p);
+  g.run([&] {
+    ran++;
+    started = true;
+    waited = spin_until([&] { return queued.load(); });
+    throw boom(1);
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  for (long i = 0; i < n; i++) g.run([&ran] { ran++; });
+  queued = true;
+  CHECK_EQ(thrown_by([&] { (void)g.wait(); }), 1);
+  CHECK(waited.load());
+  if (p.threads() == 1) CHECK_EQ(ran.load(), 1);
+  unsigned long long skipped = skipped_since(p, base, (unsigned long long)(n + 1 - ran.load()));
+  CHECK_EQ((long long)ran.load() + (long long)skipped, n + 1);
+  /* the group is reusable, with nothing left of the failure */
+  ran = 0;
+  for (int i = 0; i < 100; i++) g.run([&ran] { ran++; });
+  CHECK(g.wait());
+  CHECK_EQ(ran.load(), 100);
+}
+
+/* A binary tree of tasks spawned into one group by its own tasks (so the
+ * copies are pushed and swept on every worker); the `throw_at`-th task to
+ * start throws (0: none). Every run() counts as spawned: ran + skipped ==
+ * spawned, and without the throw every task ran. */
+struct tree_state {
+  wspool::task_group *g;
+  long throw_at;
+  std::atomic<long> spawned{0}, ran{0};
+};
+
+static void tree_task(tree_state &t, int depth) {
+  long k = t.ran.fetch_add(1) + 1;
+  if (k == t.throw_at) throw boom(9);
+  if (depth == 0) return;
+  for (int c = 0; c < 2; c++) {
+    t.g->run([&t, depth] { tree_task(t, depth - 1); });
+    t.spawned++;
+  }
+}
+
+static void test_group_tree(wspool::pool &p, long throw_at) {
+  const int depth = 14; /* 2^15 - 1 tasks when none is skipped */
+  unsigned long long base = skipped_now(p);
+  wspool::task_group g(p);
+  tree_state t;
+  t.g = &g;
+  t.throw_at = throw_at;
+  g.run([&t] { tree_task(t, depth); });
+  t.spawned++;
+  if (throw_at == 0) {
+    CHECK(g.wait());
+    CHECK_EQ(t.ran.load(), (1L << (depth + 1)) - 1);
+    CHECK_EQ(t.spawned.load(), t.ran.load());
+    return;
+  }
+  CHECK_EQ(thrown_by([&] { (void)g.wait(); }), 9);
+  long ran = t.ran.load(), spawned = t.spawned.load();
+  CHECK(ran >= throw_at && ran <= spawned);
+  unsigned long long skipped = skipped_since(p, base, (unsigned long long)(spawned - ran));
+  CHECK_EQ((long long)ran + (long long)skipped, spawned);
+}
+
+static void case_group_exception() {
+  wspool::pool one(1), three(3);
+  test_group_exception(one, 10000);
+  test_group_exception(three, 10000);
+  for (wspool::pool *p : {&one, &three}) {
+    test_group_tree(*p, 0);
+    test_group_tree(*p, 3000);
+    test_group_tree(*p, 1);
+  }
+}
+
+static void case_group_cancel() {
+  wspool::pool three(3);
+  wspool::task_group g(three);
+  std::atomic<bool> started{false};
+  std::atomic<int> saw{-1}, after{0}, sub_ran{0}, sub_fail{0}, sub_saw{-1};
+  /* cancel() from outside while a task runs; tasks run after it are skipped */
+  unsigned long long base = skipped_now(three);
+  g.run([&] {
+    started = true;
+    saw = spin_until(cancelled);
+    /* a task submitted from a cancelled task: in no unit, runs */
+    three.submit([&] {
+      sub_fail = pool_fail(EIO);
+      sub_saw = wspool::is_cancelled();
+      sub_ran++;
+    });
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  g.cancel();
+  g.cancel(); /* idempotent */
+  for (int i = 0; i < 100; i++) g.run([&after] { after++; });
+  CHECK(!g.wait());
+  CHECK_EQ(saw.load(), 1);
+  CHECK_EQ(after.load(), 0);
+  CHECK_EQ(skipped_since(three, base, 100), 100);
+  three.wait_idle();
+  CHECK_EQ(sub_ran.load(), 1);
+  CHECK_EQ(sub_fail.load(), ENOENT);
+  CHECK_EQ(sub_saw.load(), 0);
+  /* the wait cleared the cancellation: the next round runs */
+  after = 0;
+  for (int i = 0; i < 100; i++) g.run([&after] { after++; });
+  CHECK(g.wait());
+  CHECK_EQ(after.load(), 100);
+  /* a cancel with nothing running still makes the round's wait false */
+  g.cancel();
+  CHECK(!g.wait());
+  CHECK(g.wait());
+  /* an exception thrown after the cancel is dropped */
+  started = false;
+  g.run([&] {
+    started = true;
+    (void)spin_until(cancelled);
+    throw boom(3);
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  g.cancel();
+  bool result = true;
+  CHECK_EQ(thrown_by([&] { result = g.wait(); }), -1);
+  CHECK(!result);
+  /* a C failure: wspool::error with its code; the exception after it is
+   * dropped, and a task spawned after it is skipped */
+  after = 0;
+  g.run([&] {
+    CHECK_EQ(pool_fail(EIO), 0);
+    g.run([&after] { after++; });
+    throw boom(4);
+  });
+  int code = 0;
+  try {
+    (void)g.wait();
+  } catch (const wspool::error &e) {
+    code = e.code();
+  }
+  CHECK_EQ(code, EIO);
+  CHECK_EQ(after.load(), 0);
+  CHECK(g.wait());
+}
+
+/* A sibling's exception cancels the outer group, and with it a group made
+ * inside another of its tasks: the inner tasks queued then are skipped. */
+static void case_nested_cancel() {
+  wspool::pool three(3);
+  const long n = 10000;
+  unsigned long long base = skipped_now(three);
+  std::atomic<bool> b_started{false}, a_queued{false}, timed_out{false};
+  std::atomic<long> inner_ran{0}, late_ran{0};
+  std::atomic<int> inner_result{-1}, late_result{-1};
+  std::atomic<bool> started{false};
+  wspool::task_group outer(three);
+  outer.run([&] { /* A: the inner group */
+    if (!spin_until([&] { return b_started.load(); })) timed_out = true;
+    wspool::task_group inner; /* on the caller's pool, nested in outer */
+    for (long i = 0; i < n; i++)
+      inner.run([&] {
+        inner_ran++;
+        /* Each task started before the cancel holds its worker until it:
+         * so only a few can. */
+        if (!spin_until(cancelled)) timed_out = true;
+      });
+    a_queued = true;
+    inner_result = inner.wait() ? 1 : 0;
+  });
+  outer.run([&] { /* B: throws once A's inner tasks are queued */
+    b_started = true;
+    if (!spin_until([&] { return a_queued.load(); })) timed_out = true;
+    throw boom(7);
+  });
+  CHECK_EQ(thrown_by([&] { (void)outer.wait(); }), 7);
+  CHECK(!timed_out.load());
+  CHECK_EQ(inner_result.load(), 0);
+  /* Before the cancel: at most one per worker not in B; at the cancel at
+   * most one more per worker may still start (wspool.h). */
+  CHECK(inner_ran.load() >= 0 && inner_ran.load() <= 2 * (long)three.threads());
+  unsigned long long skipped = skipped_since(three, base, (unsigned long long)(n - inner_ran.load()));
+  CHECK_EQ((long long)inner_ran.load() + (long long)skipped, n);
+  /* a group made in a task once the outer group is cancelled runs nothing */
+  base = skipped_now(three);
+  outer.run([&] {
+    started = true;
+    if (!spin_until(cancelled)) timed_out = true;
+    wspool::task_group late;
+    for (int i = 0; i < 100; i++) late.run([&late_ran] { late_ran++; });
+    late_result = late.wait() ? 1 : 0;
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  outer.cancel();
+  CHECK(!outer.wait());
+  CHECK(!timed_out.load());
+  CHECK_EQ(late_result.load(), 0);
+  CHECK_EQ(late_ran.load(), 0);
+  CHECK_EQ(skipped_since(three, base, 100), 100);
+  /* the outer group runs again */
+  std::atomic<int> count{0};
+  outer.run([&count] {
+    wspool::task_group inner;
+    for (int j = 0; j < 10; j++) inner.run([&count] { count++; });
+    CHECK(inner.wait());
+  });
+  CHECK(outer.wait());
+  CHECK_EQ(count.load(), 10);
+}
+
+static void test_parallel_for_throws(wspool::pool &p) {
+  const int n = 20000;
+  for (int k : {0, 777, n - 1}) {
+    std::vector<std::atomic<int>> hits((size_t)n);
+    CHECK_EQ(thrown_by([&] {
+               p.parallel_for(0, n, [&, k](int i) {
+                 hits[(size_t)i].fetch_add(1);
+                 if (i == k) throw boom(k);
+               });
+             }),
+             k);
+    for (int i = 0; i < n; i++) CHECK(hits[(size_t)i].load() <= 1);
+    CHECK_EQ(hits[(size_t)k].load(), 1);
+    /* per subrange, grain 1 */
+    for (auto &h : hits) h = 0;
+    CHECK_EQ(thrown_by([&] {
+               p.parallel_for(0, n, 1, [&, k](int lo, int hi) {
+                 for (int i = lo; i < hi; i++) hits[(size_t)i].fetch_add(1);
+                 if (lo <= k && k < hi) throw boom(k);
+               });
+             }),
+             k);
+    for (int i = 0; i < n; i++) CHECK(hits[(size_t)i].load() <= 1);
+    CHECK_EQ(hits[(size_t)k].load(), 1);
+  }
+  /* parallel_reduce: a body's exception, then the same loop runs whole */
+  CHECK_EQ(thrown_by([&] {
+             (void)p.parallel_reduce(0, n, 0L, [](long a, int i) { if (i == 4242) throw boom(4242); return a + i; },
+                                     [](long a, long b) { return a + b; });
+           }),
+           4242);
+  CHECK_EQ(p.parallel_reduce(0, n, 0L, [](long a, int i) { return a + i; }, [](long a, long b) { return a + b; }),
+           (long)n * (n - 1) / 2);
+}
+
+static void case_parallel_for_cancel() {
+  wspool::pool one(1), three(3);
+  test_parallel_for_throws(one);
+  test_parallel_for_throws(three);
+  /* inside a cancelled group: the loops throw wspool::error(ECANCELED)
+   * without running a body, a join from outside its pool too; an inline
+   * join runs both halves (frames are never skipped) */
+  wspool::task_group g(three);
+  std::atomic<bool> started{false}, saw{false}, reached{false};
+  std::atomic<int> for_code{0}, reduce_code{0}, join_code{0}, halves{0}, inline_halves{0};
+  std::atomic<long> bodies{0};
+  g.run([&] {
+    started = true;
+    saw = spin_until(cancelled);
+    try {
+      wspool::parallel_for(0, 1000, [&](int) { bodies++; });
+    } catch (const wspool::error &e) {
+      for_code = e.code();
+    }
+    try {
+      (void)wspool::parallel_reduce(0, 1000, 0L, [&](long a, int i) { bodies++; return a + i; },
+                                    [](long a, long b) { return a + b; });
+    } catch (const wspool::error &e) {
+      reduce_code = e.code();
+    }
+    try {
+      one.join([&] { halves++; }, [&] { halves++; }); /* pool_join, nested across pools */
+    } catch (const wspool::error &e) {
+      join_code = e.code();
+    }
+    wspool::join([&] { inline_halves++; }, [&] { inline_halves++; });
+    /* uncaught: ends this task; the group is cancelled already */
+    wspool::parallel_for(0, 1000, [&](int) { bodies++; });
+    reached = true;
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  g.cancel();
+  bool result = true;
+  CHECK_EQ(thrown_by([&] { result = g.wait(); }), -1);
+  CHECK(!result);
+  CHECK(saw.load());
+  CHECK_EQ(for_code.load(), ECANCELED);
+  CHECK_EQ(reduce_code.load(), ECANCELED);
+  CHECK_EQ(join_code.load(), ECANCELED);
+  CHECK(halves.load() <= 2);
+  CHECK_EQ(inline_halves.load(), 2);
+  CHECK_EQ(bodies.load(), 0);
+  CHECK(!reached.load());
+}
+
+/* join where f throws, on a worker of p (inside p.join) and from outside. */
+static void test_join_cancel(wspool::pool &p) {
+  /* on a worker, f throws at once: g is skipped (taken back) unless a
+   * thief started it; on one worker it always is taken back */
+  std::atomic<int> g_ran{0};
+  int who = 0;
+  p.join([&] { who = thrown_by([&] { wspool::join([] { throw boom(1); }, [&] { g_ran++; }); }); }, [] {});
+  CHECK_EQ(who, 1);
+  CHECK(g_ran.load() <= 1);
+  if (p.threads() == 1) CHECK_EQ(g_ran.load(), 0);
+  /* f throws once a thief runs g: join waits for g, which ran once; g's own
+   * exception is dropped. Without a thief in time (or on one worker) g is
+   * taken back and skipped. */
+  std::atomic<bool> g_started{false}, f_threw{false};
+  g_ran = 0;
+  bool stolen = false;
+  p.join(
+      [&] {
+        who = thrown_by([&] {
+          wspool::join(
+              [&] {
+                stolen = p.threads() > 1 && spin_until([&] { return g_started.load(); }, 5.0);
+                f_threw = true;
+                throw boom(2);
+              },
+              [&] {
+                g_started = true;
+                g_ran++;
+                (void)spin_until([&] { return f_threw.load(); });
+                throw boom(3);
+              });
+        });
+      },
+      [] {});
+  CHECK_EQ(who, 2);
+  if (stolen) CHECK_EQ(g_ran.load(), 1);
+  CHECK(g_ran.load() <= 1); /* a thief may take g just after f gave up */
+  if (p.threads() == 1) CHECK_EQ(g_ran.load(), 0);
+  /* from outside: pool_join, a unit: the other half skipped or ran once */
+  g_ran = 0;
+  CHECK_EQ(thrown_by([&] { p.join([] { throw boom(4); }, [&] { g_ran++; }); }), 4);
+  CHECK(g_ran.load() <= 1);
+  g_ran = 0;
+  CHECK_EQ(thrown_by([&] { p.join([&] { g_ran++; }, [] { throw boom(5); }); }), 5);
+  CHECK(g_ran.load() <= 1);
+  who = thrown_by([&] { p.join([] { throw boom(6); }, [] { throw boom(7); }); });
+  CHECK(who == 6 || who == 7);
+  CHECK_EQ(thrown_by([&] { p.join([] {}, [] {}); }), -1);
+}
+
+static void case_join_cancel() {
+  wspool::pool one(1), three(3);
+  test_join_cancel(one);
+  test_join_cancel(three);
+}
+
+static void case_is_cancelled() {
+  wspool::pool three(3);
+  CHECK(!wspool::is_cancelled()); /* main: no unit */
+  std::atomic<int> in_task{-1}, in_sub{-1}, saw{-1}, in_f{-1}, in_g{-1}, in_body{-1};
+  wspool::task_group g(three);
+  g.run([&] {
+    in_task = wspool::is_cancelled();
+    wspool::parallel_for(0, 10, [&](int) { in_body = wspool::is_cancelled(); });
+  });
+  CHECK(g.wait());
+  CHECK_EQ(in_task.load(), 0);
+  CHECK_EQ(in_body.load(), 0);
+  three.submit([&] { in_sub = wspool::is_cancelled(); });
+  three.wait_idle();
+  CHECK_EQ(in_sub.load(), 0);
+  std::atomic<bool> started{false};
+  g.run([&] {
+    started = true;
+    saw = spin_until(cancelled);
+    wspool::join([&] { in_f = wspool::is_cancelled(); }, [&] { in_g = wspool::is_cancelled(); });
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  g.cancel();
+  CHECK(!g.wait());
+  CHECK_EQ(saw.load(), 1);
+  CHECK_EQ(in_f.load(), 1);
+  CHECK_EQ(in_g.load(), 1);
+  CHECK(!wspool::is_cancelled());
+}
+
 static void case_join() {
   wspool::pool one(1), three(3);
   CHECK_EQ(one.threads(), 1);
@@ -348,6 +798,8 @@ static void case_no_allocation() {
   test_no_allocation(three);
 }
 
-TEST_MAIN(120, TEST_CASE(join), TEST_CASE(join_exceptions), TEST_CASE(parallel_for),
+TEST_MAIN(240, TEST_CASE(join), TEST_CASE(join_exceptions), TEST_CASE(parallel_for),
           TEST_CASE(reduce), TEST_CASE(group), TEST_CASE(submit), TEST_CASE(errors),
-          TEST_CASE(no_allocation))
+          TEST_CASE(no_allocation), TEST_CASE(group_exception), TEST_CASE(group_cancel),
+          TEST_CASE(nested_cancel), TEST_CASE(parallel_for_cancel), TEST_CASE(join_cancel),
+          TEST_CASE(is_cancelled))

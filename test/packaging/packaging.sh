@@ -32,7 +32,7 @@ for h in wspool.h wspool_typed.h wspool.hpp wspool/inline.h; do
 done
 cmp -s "$src/LICENSE" "$root/share/licenses/wspool/LICENSE" || { echo "LICENSE not installed"; exit 1; }
 libdir=$(dirname "$(dirname "$pc")")
-ls "$libdir"/libwspool.so.0 "$libdir"/libwspool.so.0.* "$libdir"/libwspool.a >/dev/null ||
+ls "$libdir"/libwspool.so.1 "$libdir"/libwspool.so.1.* "$libdir"/libwspool.a >/dev/null ||
   { echo "libraries or soversion link missing in $libdir"; ls -l "$libdir"; exit 1; }
 
 export PKG_CONFIG_PATH="$(dirname "$pc")"
@@ -45,7 +45,7 @@ LD_LIBRARY_PATH="$libdir" "$tmp/hello" 20
 # (ldd's output is captured first: with pipefail, grep -q exiting early would
 # fail the pipeline through ldd's SIGPIPE.)
 linked=$(LD_LIBRARY_PATH="$libdir" ldd "$tmp/hello")
-grep -q "$libdir/libwspool.so.0" <<<"$linked" || { echo "not linked to the installed library"; exit 1; }
+grep -q "$libdir/libwspool.so.1" <<<"$linked" || { echo "not linked to the installed library"; exit 1; }
 
 # A program that includes only <wspool.h>, optimised so that the inline
 # fast paths (wspool/inline.h) are compiled into it, with the project's

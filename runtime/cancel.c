@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Units of work and their cancellation (cancel.h; docs/design.md 5.8). */
+#include "cancel.h"
+
+__thread ws_scope *ws__scope __attribute__((tls_model("initial-exec")));
+
+/* Read by every check, written by cancels only: a line of its own. */
+WS_ALIGNED ws_u64 ws__cancel_epoch;
+
+bool ws_ctx_ancestor_cancelled(ws_ctx *c, uint64_t epoch) {
+  for (ws_ctx *a = c->parent; a; a = a->parent)
+    if (ws_u32_load(&a->state, ws_seq_cst)) return true;
+  ws_u64_store(&c->clear_at, epoch, ws_relaxed);
+  return false;
+}
+
+/* seq_cst: the cancel and every later start check (ws_ctx_cancelled) are
+ * in one total order, so a check ordered after the cancel sees it. */
+void ws_ctx_cancel(ws_ctx *c) {
+  uint32_t s = ws_u32_load(&c->state, ws_relaxed);
+  while (!(s & WS_CTX_CANCELLED) && !ws_u32_cas(&c->state, &s, s | WS_CTX_CANCELLED, ws_seq_cst)) {
+  }
+  /* After the word: a check that reads the new epoch walks up and finds
+   * it; one that reads the old one is ordered before this cancel. */
+  ws_u64_fetch_add(&ws__cancel_epoch, 1, ws_seq_cst);
+}
+
+int ws_ctx_fail(ws_ctx *c, int err) {
+  uint32_t s = 0;
+  if (c->parent && ws_ctx_cancelled(c->parent)) {
+    /* A failure inside cancelled work is a consequence, not the cause. */
+    ws_ctx_cancel(c);
+    return EALREADY;
+  }
+  /* seq_cst, as a cancel. Fails when anything (a failure, a cancel) is there. */
+  bool first =
+      ws_u32_cas(&c->state, &s, WS_CTX_CANCELLED | ((uint32_t)err & WS_CTX_ERROR), ws_seq_cst);
+  ws_ctx_cancel(c); /* sets nothing new if first; bumps the epoch */
+  return first ? 0 : EALREADY;
+}
+
+int ws_ctx_result(ws_ctx *c) {
+  uint32_t s = ws_u32_load(&c->state, ws_seq_cst);
+  if (s & WS_CTX_ERROR) return (int)(s & WS_CTX_ERROR);
+  return ws_ctx_cancelled(c) ? ECANCELED : 0;
+}

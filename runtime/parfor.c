@@ -35,6 +35,9 @@ typedef struct pf_job {
   pool_range_fn body;
   pool_try_range_fn try_body; /* instead of body: pool_parallel_for_try */
   void *ctx;
+  /* Reduce: its indices are blocks of `block` items, `items` in all (the
+   * skipped_items statistic counts items); 0 for a plain loop. */
+  size_t block, items;
   ws_ctx unit; /* the loop as a unit of work (cancel.h) */
   struct pool *pool;
   size_t cs;         /* items per chunk */
@@ -108,6 +111,13 @@ static void job_progress(pf_job *job, size_t items) {
   ws_latch_notify(p, outside ? WS_WAKE_OUTSIDE : WS_WAKE_WORKER);
 }
 
+/* The user's items behind indices [lo, hi) of the loop. */
+static size_t skipped_items(const pf_job *job, size_t lo, size_t hi) {
+  if (!job->block) return hi - lo;
+  size_t end = hi * job->block < job->items ? hi * job->block : job->items;
+  return end - lo * job->block;
+}
+
 /* Runs the items [lo, hi) in the calling thread's current scope, which is
  * the loop's; or skips them, once the loop is cancelled (counted on the
  * worker w, if the caller is one). The check comes before every chunk, so
@@ -115,7 +125,7 @@ static void job_progress(pf_job *job, size_t items) {
  * (docs/design.md 5.8). */
 static inline void run_chunk(pf_job *job, size_t lo, size_t hi, ws_worker *w) {
   if (ws_ctx_cancelled(&job->unit)) {
-    if (w) ws_counter_add(&w->stats.skipped_items, hi - lo);
+    if (w) ws_counter_add(&w->stats.skipped_items, skipped_items(job, lo, hi));
     return;
   }
   if (!job->try_body) {
@@ -397,7 +407,8 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
   if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
   c.accs = malloc(c.nblocks * r->size);
   if (!c.accs) return ENOMEM;
-  rc = pool_parallel_for(p, 0, c.nblocks, 1, red_body, &c);
+  pf_job job = {.body = red_body, .ctx = &c, .block = bs, .items = n};
+  rc = parfor(p, 0, c.nblocks, 1, &job);
   if (rc == 0)
     for (size_t b = 0; b < c.nblocks; b++) r->combine(result, c.accs + b * r->size, r->ctx);
   free(c.accs);

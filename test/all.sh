@@ -18,7 +18,7 @@
 #   degraded    gcc, -Dmembarrier=failing: every heavy barrier fails after
 #               registration, so the whole suite runs on the degraded path
 #               of the asymmetric barriers (docs/design.md 5.3)
-#   chaos       gcc, -Dchaos=true: the core, fork/join, submit and destroy
+#   chaos       gcc, -Dchaos=true: the core, fork/join, submit, destroy and cancel
 #               tests ($chaos_tests), each under WSPOOL_CHAOS_SEED=1, 2, 3:
 #               every atomic access and fence may yield or spin first
 # Ends with one line "N passed, N failed, N skipped" and exits non-zero on any
@@ -32,7 +32,7 @@ mkdir -p "$root/build-test"
 configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug degraded chaos clang clang-tsan lto aarch64"}
 chaos_tests="deque fence submit submit_batch wakeup destroy destroy_waiters fj_compute fj_sync_order
   fj_outside fj_sync_outside fj_group fj_deep fj_publish fj_take fj_wait_sleep fj_tree_orders
-  fault_destroy_race"
+  fault_destroy_race cancel_group cancel_nested cancel_loop"
 passed=0 failed=0 skipped=0
 
 opts_for() {

@@ -331,11 +331,15 @@ static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, s
   ws_u32_store(&job->done, 0, ws_relaxed);
 
   /* Static split into one piece per worker (fewer if there are few chunks).
-   * From a worker, pieces 1.. go on our deque first, then we run piece 0. */
+   * From a worker, pieces 1.. go on our deque first, last piece first,
+   * then we run piece 0. From outside they go on the global queue, a FIFO:
+   * piece 0 first, so that the front of the range starts first (a search
+   * that stops at an early hit waits for the front). */
   size_t nch = nchunks(n, job->cs);
   size_t pieces = p->nthreads < nch ? p->nthreads : nch;
   bool started = false; /* a piece was queued or ran here */
-  for (size_t i = pieces; i-- > 0;) {
+  for (size_t k = 0; k < pieces; k++) {
+    size_t i = inside ? pieces - 1 - k : k;
     size_t lo_ch = nch / pieces * i + (i < nch % pieces ? i : nch % pieces);
     size_t hi_ch = lo_ch + nch / pieces + (i < nch % pieces ? 1 : 0);
     size_t lo = lo_ch * job->cs, hi = hi_ch == nch ? n : hi_ch * job->cs;

@@ -591,6 +591,8 @@ const char *pool_strerror(int err) {
   case ENOTSUP: return "worker binding is not supported here";
   case EBUSY: return "resource busy";
   case EOWNERDEAD: return "the pool belongs to the parent process (inherited across fork)";
+  case ECANCELED: return "the work was cancelled";
+  case EALREADY: return "the work had already failed or been cancelled";
   default: return "unknown error";
   }
 }

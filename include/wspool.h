@@ -46,6 +46,10 @@
  * Everything named `pool_*` or `POOL_*` is public; names with a double
  * underscore (`pool__*`, `POOL__*`) and fields named `wsp_*` inside the
  * complete types below are private to the library and must not be touched.
+ * The headers compile without a warning in a program built with gcc or
+ * clang as C99, C11, C17, C++17 or C++20 under -Wall -Wextra -Wpedantic
+ * -Wstrict-aliasing=1 -Wdeclaration-after-statement -Wshadow -Wconversion
+ * -Wcast-qual (test header_warnings), with or without optimisation.
  *
  * The reference is in groups: \ref pool, \ref forkjoin, \ref typed,
  * \ref parfor, \ref cancel, \ref stats, \ref placement and \ref version. The sections
@@ -331,8 +335,23 @@ POOL_API const char *pool_strerror(int err);
  * A spawned task frame, owned by the caller (usually on its stack) from
  * pool_spawn() until pool_sync() returns. Spawning allocates nothing.
  */
+/** \cond WSPOOL_INLINE_ABI */
+/* The part of a frame the inline fast paths (wspool/inline.h) read and
+ * write, by member access, so that callers' code needs no cast between
+ * types (strict aliasing). */
+struct pool__frame {
+  void *exec;     /* the library's: how it runs the frame once published */
+  pool_fn fn;     /* the task's function, written by every spawn */
+  void *arg;      /* its argument, written by every spawn */
+  void *owner;    /* the library's: the spawning worker */
+  void *pool;     /* the library's: the pool the frame went to */
+  void *thief;    /* the library's: the worker that stole it (a hint) */
+  unsigned state; /* the library's: POOL__FRAME_IDLE, or spawned or done */
+};
+/** \endcond */
 typedef struct pool_task {
-  void *wsp_private[8]; /**< the runtime's; never read or written by callers */
+  struct pool__frame wsp_frame; /**< the runtime's; never read or written by callers */
+  void *wsp_private[1];         /**< the runtime's; never read or written by callers */
 } pool_task_t;
 
 /** Returned by pool_take() when the caller got the task back unstarted and
@@ -695,7 +714,7 @@ POOL_API int pool_fail(int err);
  *  A task is counted just after it finishes, and the frames its own
  *  pool_sync() ran with it, so right after pool_wait_idle() returns the
  *  totals may still be catching up for an instant. */
-typedef struct pool_worker_stats {
+typedef struct pool_worker_stats_s {
   uint64_t tasks;          /**< tasks run: each task function the worker
                                 called, pool_sync()'s inline runs included.
                                 A frame pool_take() hands back (POOL_TAKEN)

@@ -17,8 +17,9 @@
  * are not inlined: without optimisation, without GNU C, off ELF, inside the
  * library (WSPOOL_BUILDING), or with POOL_NO_INLINE defined.
  *
- * struct pool__frame is the layout of a pool_task_t as the inline paths
- * see it. A private frame has only fn and arg set: nobody but its owner can
+ * struct pool__frame (wspool.h) is a pool_task_t as the inline paths see
+ * it: its first member, reached by member access, never through a cast
+ * (callers may compile with strict aliasing). A private frame has only fn and arg set: nobody but its owner can
  * reach it, and the library fills in the rest (exec, owner, pool, thief,
  * state) if it ever publishes it or meets it out of order in a sync. Taking
  * it back off the stack writes nothing to it: the library tells a second
@@ -69,15 +70,6 @@ extern "C" {
 #endif
 
 /** \cond WSPOOL_INLINE_ABI */
-struct pool__frame { /* the layout of a pool_task_t */
-  void *exec;     /* the library's: how it runs the frame once published */
-  pool_fn fn;     /* the task's function, written by every spawn */
-  void *arg;      /* its argument, written by every spawn */
-  void *owner;    /* the library's: the spawning worker */
-  void *pool;     /* the library's: the pool the frame went to */
-  void *thief;    /* the library's: the worker that stole it (a hint) */
-  unsigned state; /* the library's: POOL__FRAME_IDLE, or spawned or done */
-};
 /* 128 bytes between what the owner writes and what thieves write: adjacent-
  * line prefetchers pair 64-byte lines (runtime/atomics.h, WS_CACHELINE). */
 #if defined(__GNUC__)
@@ -123,9 +115,8 @@ extern __thread struct pool__tls pool__tls __attribute__((tls_model("initial-exe
       void **pool__top = pool__tls.top;                                                        \
       if (__builtin_expect(                                                                    \
               (uintptr_t)pool__top < __atomic_load_n(&pool__tls.limit, __ATOMIC_RELAXED), 1)) { \
-        struct pool__frame *pool__f = (struct pool__frame *)(void *)(task);                    \
-        pool__f->fn = (fn);                                                                    \
-        pool__f->arg = (arg);                                                                  \
+        (task)->wsp_frame.fn = (fn);                                                           \
+        (task)->wsp_frame.arg = (arg);                                                         \
         *pool__top = (task);                                                                   \
         pool__tls.top = pool__top + 1;                                                         \
         return 0;                                                                              \
@@ -226,12 +217,14 @@ POOL_API void pool__take_tramp(void);
 POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *arg) {
   POOL__SPAWN_FAST(pool, task, fn, arg);
 #ifdef POOL__CLOBBERS
-  int rc;
-  __asm__ __volatile__(POOL__TRAMP(pool__spawn_tramp)
-                       : "=a"(rc)
-                       : "D"(pool), "S"(task), "d"(fn), "c"(arg), "X"(pool__spawn_tramp)
-                       : POOL__CLOBBERS);
-  return rc;
+  { /* a block: the declaration follows the statement above */
+    int rc;
+    __asm__ __volatile__(POOL__TRAMP(pool__spawn_tramp)
+                         : "=a"(rc)
+                         : "D"(pool), "S"(task), "d"(fn), "c"(arg), "X"(pool__spawn_tramp)
+                         : POOL__CLOBBERS);
+    return rc;
+  }
 #else
   return pool__spawn_full(pool, task, fn, arg);
 #endif
@@ -239,8 +232,7 @@ POOL__INLINE int pool_spawn(pool_t *pool, pool_task_t *task, pool_fn fn, void *a
 
 POOL__INLINE int pool_sync(pool_task_t *task) {
   if (pool__pop_private(task)) {
-    struct pool__frame *f = (struct pool__frame *)(void *)task;
-    f->fn(f->arg);
+    task->wsp_frame.fn(task->wsp_frame.arg);
     pool__tls.tasks++; /* this thread's own: a plain increment */
     return 0;
   }

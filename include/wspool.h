@@ -275,6 +275,14 @@ POOL_API pool_t *pool_current(void);
  *
  * From a worker of that pool the task goes on the worker's own deque without
  * a lock; from any other thread it goes to the pool's global queue.
+ *
+ * <b>Order.</b> Tasks that one thread outside the pool submits (with
+ * pool_submit() and pool_submit_n(), whose tasks count in array order)
+ * start in the order it submitted them on a pool of one worker: such a
+ * pool is a FIFO executor for that thread (tasks of different threads
+ * interleave in any order). With more workers they leave the queue in that
+ * order but may start in any order and run at once. Tasks submitted from
+ * inside tasks have no order.
  * \param pool the pool, or NULL (\ref nullpool).
  * \param fn the task's function.
  * \param arg its argument.

@@ -198,8 +198,10 @@ typedef enum pool_bind {
 
 /** Pool configuration. Fill with pool_config_default(), then override. */
 typedef struct pool_config {
-  /** Worker count; 0 = one per CPU of the process's allowed set
-      (sched_getaffinity, so taskset and cgroup cpusets count). More workers
+  /** Worker count. <b>0 is not an error: it means one worker per CPU</b>
+      of the process's allowed set (sched_getaffinity, so taskset and
+      cgroup cpusets count); a program whose own setting of 0 means
+      something else must check before it calls pool_create(). More workers
       than CPUs is allowed; above POOL_MAX_THREADS is EINVAL. */
   unsigned threads;
   /** Binding policy; default POOL_BIND_NONE. */

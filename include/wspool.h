@@ -37,8 +37,9 @@
  *   return 0;
  * }
  * \endcode
- * Build with `cc app.c $(pkg-config --cflags --libs wspool)`, or use wspool
- * as a meson subproject (`dependency('wspool')`).
+ * Build with `cc app.c $(pkg-config --cflags --libs wspool)`, use wspool
+ * as a meson subproject (`dependency('wspool')`), or from CMake:
+ * `find_package(wspool)` and the imported target `wspool::wspool`.
  *
  * This header is the whole public API; a program includes only it. It
  * includes wspool_typed.h (typed tasks) and wspool/inline.h (the inline fast

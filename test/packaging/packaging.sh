@@ -5,7 +5,8 @@
 # soversion) and the pkg-config file in place; a program builds and runs
 # against the installed package through pkg-config, shared and static, C and
 # C++ with the inline fast paths on, reading only the installed headers;
-# and wspool works as a meson subproject.
+# wspool works as a meson subproject; and CMake's find_package(wspool)
+# finds the installed package.
 #   packaging.sh SOURCE_ROOT BUILD_ROOT SANITIZE CROSS LTO
 # With LTO true, the subproject user is built with -Db_lto=true against the
 # static library, so the library and the header's inline code are
@@ -125,4 +126,52 @@ meson setup "$tmp/user/build" "$tmp/user" --wrap-mode=forcefallback "${sub_opts[
 ninja -C "$tmp/user/build" >>"$tmp/sub.log" 2>&1 || { cat "$tmp/sub.log"; exit 1; }
 "$tmp/user/build/hello" 20
 "$tmp/user/build/fib" 22 >/dev/null
+# CMake: find_package(wspool) from the installed package finds its
+# imported targets, shared and static, for a C and a C++ program; a version
+# the package is not compatible with is refused. (A meson project cannot be
+# pulled into a CMake build with add_subdirectory or FetchContent, which
+# expect a CMakeLists.txt: such a user builds and installs wspool first, or
+# runs it through ExternalProject.)
+if command -v cmake >/dev/null; then
+  mkdir -p "$tmp/cm"
+  cp "$src/examples/hello.c" "$src/test/packaging/header_user.cpp" "$tmp/cm/"
+  cat >"$tmp/cm/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(user C CXX)
+find_package(wspool 0.2 REQUIRED)
+add_executable(hello hello.c)
+target_link_libraries(hello PRIVATE wspool::wspool)
+add_executable(cxx_user header_user.cpp)
+set_target_properties(cxx_user PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+target_link_libraries(cxx_user PRIVATE wspool::wspool)
+if(TARGET wspool::wspool_static)
+  add_executable(hello_static hello.c)
+  target_link_libraries(hello_static PRIVATE wspool::wspool_static)
+endif()
+CMAKE
+  cmake -S "$tmp/cm" -B "$tmp/cm/b" -DCMAKE_PREFIX_PATH="$root" >"$tmp/cm.log" 2>&1 &&
+    cmake --build "$tmp/cm/b" >>"$tmp/cm.log" 2>&1 || { cat "$tmp/cm.log"; exit 1; }
+  # Without LD_LIBRARY_PATH (meson's test environment sets one): the
+  # imported target's path alone must find the installed library.
+  env -u LD_LIBRARY_PATH "$tmp/cm/b/hello" 20
+  env -u LD_LIBRARY_PATH "$tmp/cm/b/cxx_user"
+  linked=$(env -u LD_LIBRARY_PATH ldd "$tmp/cm/b/hello")
+  grep -q "$libdir/libwspool.so.1" <<<"$linked" ||
+    { echo "the CMake user is not linked to the installed library"; echo "$linked"; exit 1; }
+  if [ -f "$libdir/libwspool.a" ]; then
+    [ -x "$tmp/cm/b/hello_static" ] || { echo "no wspool::wspool_static"; exit 1; }
+    "$tmp/cm/b/hello_static" 20
+    if ldd "$tmp/cm/b/hello_static" | grep -q libwspool; then
+      echo "the CMake static user loads libwspool.so"; exit 1
+    fi
+  fi
+  sed -i 's/find_package(wspool 0.2 REQUIRED)/find_package(wspool 9.0 REQUIRED)/' "$tmp/cm/CMakeLists.txt"
+  if cmake -S "$tmp/cm" -B "$tmp/cm/b9" -DCMAKE_PREFIX_PATH="$root" >"$tmp/cm9.log" 2>&1; then
+    echo "find_package(wspool 9.0) accepted version $(grep -o 'PACKAGE_VERSION "[^"]*"' \
+      "$libdir/cmake/wspool/wspoolConfigVersion.cmake")"; exit 1
+  fi
+  echo "packaging: CMake find_package(wspool): shared, static, C and C++"
+else
+  echo "packaging: no cmake here: the CMake package is not checked"
+fi
 echo "packaging: install, pkg-config (shared, static; C and C++ users) and subproject all work"

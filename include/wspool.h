@@ -121,7 +121,8 @@
  * undefined: pool_spawn() into a frame that is still pending (spawned and
  * not yet synced or taken: the first task may be lost); a second
  * pool_sync() or pool_take() of a frame; pool_sync() or pool_take() from a
- * thread other than the one that spawned the frame; a group used before
+ * thread other than the one that spawned the frame, or in another unit of
+ * work (see pool_spawn()); a group used before
  * pool_group_init(); pool_group_init() on a group whose children are
  * pending or that is being waited on; two pool_group_wait() calls on one
  * group at once. The normal build returns EINVAL where it can tell cheaply.
@@ -376,7 +377,10 @@ typedef struct pool_task {
  * allocation, no fence) until a thief could use it, then goes on the
  * worker's deque; from another thread, on the pool's global queue.
  * Every successful spawn must be matched by one pool_sync() on the same
- * frame, from the same thread, before the frame's storage goes away.
+ * frame, from the same thread, before the frame's storage goes away, and
+ * in the same unit of work (\ref cancel): a frame spawned by a group's
+ * child, a join's half or a loop's body is synced before that returns, and
+ * not from inside a join, loop or child started after the spawn.
  * \param pool the pool, or NULL (\ref nullpool).
  * \param task the frame, owned by the caller until pool_sync() returns.
  * \param fn the task's function.
@@ -518,8 +522,8 @@ POOL_API int pool_group_wait(pool_group_t *g);
  * (\ref cancel). Thread-safe and idempotent: any thread, inside or outside
  * the pool, may call it any number of times, concurrently with spawns and
  * with the wait. Lasts until pool_group_wait() returns (which returns
- * ECANCELED) or pool_group_init(); a cancel racing with the end of that
- * wait may apply to the finished round or be cleared with it.
+ * ECANCELED) or pool_group_init(); a cancel (or a failure) racing with
+ * the end of that wait is reported by it or stays for the next round.
  * \param g the group.
  * \return 0; EINVAL for NULL \p g or an uninitialised group.
  */
@@ -691,10 +695,12 @@ POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t
  * \brief Has the calling task's work been cancelled?
  *
  * True when the current unit (see above) or any unit it is nested in was
- * cancelled or failed. A few loads, one per level of nesting; no fence, no
- * write. After pool_group_cancel() returns, every call that starts later
- * (in the sense of a happens-before or a later read of a shared variable)
- * sees it.
+ * cancelled or failed. No fence and no lock: three loads while nothing in
+ * the process was cancelled since this unit last looked; after a cancel
+ * anywhere, one walk up the nesting, which then notes the answer in the
+ * units it passed. A call that happens after pool_group_cancel() returned
+ * (ordered by a lock, a join, or an acquire read of something written
+ * after it) sees it.
  * \return 1 if cancelled, else 0 (also outside every unit).
  */
 POOL_API int pool_cancelled(void);

@@ -7,11 +7,30 @@ __thread ws_scope *ws__scope __attribute__((tls_model("initial-exec")));
 /* Read by every check, written by cancels only: a line of its own. */
 WS_ALIGNED ws_u64 ws__cancel_epoch;
 
+/* Walks up to the first ancestor whose note is the epoch (its word read
+ * first: its own ancestors were clear at that epoch), and notes the epoch
+ * in every unit walked: each has all its ancestors clear now. So a chain
+ * of units pays one walk per cancel anywhere, not one per unit. */
 bool ws_ctx_ancestor_cancelled(ws_ctx *c, uint64_t epoch) {
-  for (ws_ctx *a = c->parent; a; a = a->parent)
+  ws_ctx *a = c->parent;
+  for (; a; a = a->parent) {
     if (ws_u32_load(&a->state, ws_seq_cst)) return true;
-  ws_u64_store(&c->clear_at, epoch, ws_relaxed);
+    if (ws_u64_load(&a->clear_at, ws_relaxed) == epoch) break;
+  }
+  for (ws_ctx *b = c; b != a; b = b->parent) ws_u64_store(&b->clear_at, epoch, ws_relaxed);
   return false;
+}
+
+int ws_ctx_take_result(ws_ctx *c) {
+  uint32_t s = ws_u32_load(&c->state, ws_seq_cst);
+  for (;;) {
+    int rc = s & WS_CTX_ERROR ? (int)(s & WS_CTX_ERROR)
+             : s || (c->parent && ws_ctx_cancelled(c->parent)) ? ECANCELED
+                                                             : 0;
+    /* seq_cst, as a cancel: a failure or cancel that lands after this
+     * stays for the next round; one before it was read into rc. */
+    if (!s || ws_u32_cas(&c->state, &s, 0, ws_seq_cst)) return rc;
+  }
 }
 
 /* seq_cst: the cancel and every later start check (ws_ctx_cancelled) are

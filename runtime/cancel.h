@@ -55,7 +55,7 @@ static inline ws_ctx *ws_ctx_current(void) {
   return s ? s->ctx : NULL;
 }
 
-/* Walks up from c's parent; notes the epoch if all are clear. */
+/* Walks up from c's parent; notes the epoch where all are clear. */
 bool ws_ctx_ancestor_cancelled(ws_ctx *c, uint64_t epoch);
 
 /* Is c, or a unit it is nested in, cancelled? seq_cst loads: a check that
@@ -91,6 +91,10 @@ int ws_ctx_fail(ws_ctx *c, int err);
 /* What c's wait returns: its failure, else ECANCELED if it or an
  * ancestor is cancelled, else 0. Called once everything of the unit ran. */
 int ws_ctx_result(ws_ctx *c);
+
+/* ws_ctx_result, then clears c's word for a next round (a group's wait):
+ * what lands after the clear stays for that round. */
+int ws_ctx_take_result(ws_ctx *c);
 
 /* The unit of the frame at logical position `pos` of the calling worker's
  * private stack: the innermost scope, at or outside `from`, that began at

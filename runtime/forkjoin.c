@@ -203,6 +203,12 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
     WS_MISUSE_IF(f->spawner != ws_thread_tag(),
                  "pool_sync/pool_take from a thread other than the one that spawned the frame");
 #endif
+    /* Every frame is published in debug builds, its unit set at the spawn
+     * (spawn_public): the same unit must be current at its sync. */
+    WS_MISUSE_IF(WS_DEBUG && f->ctx != ws_ctx_current(),
+                 "pool_sync/pool_take of a frame spawned in another unit of work (in a group "
+                 "child, join half or loop body that has returned, or synced inside a join, "
+                 "loop or group child it was not spawned in)");
     if (finished) {
       /* Run by a thief, or by an earlier out-of-order sync. */
     } else if (!f->owner) {
@@ -471,12 +477,9 @@ int pool_group_wait(pool_group_t *pg) {
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");
   int rc = group_wait(g);
-  if (rc == 0) {
-    rc = ws_ctx_result(&g->unit);
-    /* The next round starts uncancelled. Relaxed: a cancel racing with
-     * this lands before it (cleared) or after (the next round's). */
-    ws_u32_store(&g->unit.state, 0, ws_relaxed);
-  }
+  /* The next round starts uncancelled: a cancel or failure racing with
+   * this lands before it (this round's) or after (the next round's). */
+  if (rc == 0) rc = ws_ctx_take_result(&g->unit);
   if (WS_DEBUG) ws_u32_store(&g->waiting, 0, ws_relaxed);
   return rc;
 }

@@ -229,7 +229,6 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
     return;
   }
   pf_job *job = r->job;
-  ws__scope->ctx = &job->unit;
   uint64_t s = ws_u64_load(&r->split, ws_acquire);
   size_t mid = mid_of(s), high = high_of(s);
   bool stolen = false;
@@ -245,6 +244,7 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
     range_release(r);
     return;
   }
+  ws__scope->ctx = &job->unit; /* items of a live job are ours now */
   /* Items [lo, hi) of the victim are ours. Copy what we need, then let go of
    * the victim. */
   size_t nch = nchunks(r->n, job->cs), lo, hi, tmp;

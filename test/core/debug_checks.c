@@ -12,7 +12,9 @@
  *  - sync from a thread other than the spawning one;
  *  - group spawn and group wait on a group never initialised;
  *  - a second pool_group_wait while one runs; pool_group_init on a group
- *    whose children are pending.
+ *    whose children are pending;
+ *  - a frame spawned in a join's half and synced after the join returned
+ *    (another unit of work).
  * One case per misuse, named after it. In other builds: skipped (77). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -180,6 +182,24 @@ static void run_case(const misuse_case *c) {
   }
 }
 
+/* A join's half spawns a frame and returns without syncing it: the frame
+ * belongs to the join, which is over when the caller syncs it. */
+static pool_task_t late_frame;
+static void spawn_late(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_spawn(NULL, &late_frame, nothing, NULL));
+}
+__attribute__((noinline)) void misuse_sync_other_unit(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_join(NULL, spawn_late, NULL, nothing, NULL));
+  pool_sync(&late_frame);
+  NO_TAIL_CALL();
+}
+static void run_sync_other_unit(void) {
+  CHECK_OK(pool_submit(pool, misuse_sync_other_unit, NULL));
+  pool_wait_idle(pool);
+}
+
 /* The case NAME: RUN misuses the API; the report says REPORT and its stack
  * names SITE. */
 #define MISUSE_CASE(name, run, report, site)                  \
@@ -203,9 +223,11 @@ MISUSE_CASE(group_uninit_wait, misuse_group_uninit_wait, "never initialised",
 MISUSE_CASE(group_second_wait, misuse_group_second_wait, "two pool_group_wait", "pool_group_wait")
 MISUSE_CASE(group_reinit_pending, misuse_group_reinit_pending, "children pending",
             "misuse_group_reinit_pending")
+MISUSE_CASE(sync_other_unit, run_sync_other_unit, "another unit of work", "misuse_sync_other_unit")
 
 TEST_MAIN_WITH(WSPOOL_TEST_DEBUG_CHECKS ? NULL : "not a debug_checks build", NULL, 120,
                TEST_CASE(spawn_pending_inside), TEST_CASE(spawn_pending_outside),
                TEST_CASE(sync_twice), TEST_CASE(take_after_sync), TEST_CASE(sync_other_thread),
                TEST_CASE(group_uninit_spawn), TEST_CASE(group_uninit_wait),
-               TEST_CASE(group_second_wait), TEST_CASE(group_reinit_pending))
+               TEST_CASE(group_second_wait), TEST_CASE(group_reinit_pending),
+               TEST_CASE(sync_other_unit))

@@ -487,8 +487,9 @@ T parallel_reduce(B b, E e, T identity, Body &&body, Combine &&combine, std::siz
  *  task_group's task, a loop's body, a half of a join from outside the
  *  pool) or a unit that one is nested in was cancelled, by cancel() or by
  *  an exception (or pool_fail()). False outside every unit: in main(), in a
- *  task submitted with pool::submit(). pool_cancelled(): a few loads, no
- *  write; a long task polls it to stop early. */
+ *  task submitted with pool::submit(). pool_cancelled(): three loads while
+ *  nothing was cancelled, no fence or lock; a long task polls it to stop
+ *  early. */
 inline bool is_cancelled() noexcept { return pool_cancelled() != 0; }
 
 /** An owning pool: created by the constructor, drained and destroyed by the

@@ -4,7 +4,9 @@
 
 __thread ws_scope *ws__scope __attribute__((tls_model("initial-exec")));
 
-/* Read by every check, written by cancels only: a line of its own. */
+/* Read by every check, written by cancels only (rare): aligned to a line
+ * so that it shares none with the words before it; what follows it in
+ * .bss is as rarely written. */
 WS_ALIGNED ws_u64 ws__cancel_epoch;
 
 /* Walks up to the first ancestor whose note is the epoch (its word read

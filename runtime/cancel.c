@@ -23,12 +23,16 @@ bool ws_ctx_ancestor_cancelled(ws_ctx *c, uint64_t epoch) {
   return false;
 }
 
+/* What a wait on c reports, its word having read s. */
+static int result_of(ws_ctx *c, uint32_t s) {
+  if (s & WS_CTX_ERROR) return (int)(s & WS_CTX_ERROR);
+  return s || (c->parent && ws_ctx_cancelled(c->parent)) ? ECANCELED : 0;
+}
+
 int ws_ctx_take_result(ws_ctx *c) {
   uint32_t s = ws_u32_load(&c->state, ws_seq_cst);
   for (;;) {
-    int rc = s & WS_CTX_ERROR ? (int)(s & WS_CTX_ERROR)
-             : s || (c->parent && ws_ctx_cancelled(c->parent)) ? ECANCELED
-                                                             : 0;
+    int rc = result_of(c, s);
     /* seq_cst, as a cancel: a failure or cancel that lands after this
      * stays for the next round; one before it was read into rc. */
     if (!s || ws_u32_cas(&c->state, &s, 0, ws_seq_cst)) return rc;
@@ -60,8 +64,4 @@ int ws_ctx_fail(ws_ctx *c, int err) {
   return first ? 0 : EALREADY;
 }
 
-int ws_ctx_result(ws_ctx *c) {
-  uint32_t s = ws_u32_load(&c->state, ws_seq_cst);
-  if (s & WS_CTX_ERROR) return (int)(s & WS_CTX_ERROR);
-  return ws_ctx_cancelled(c) ? ECANCELED : 0;
-}
+int ws_ctx_result(ws_ctx *c) { return result_of(c, ws_u32_load(&c->state, ws_seq_cst)); }

@@ -169,9 +169,12 @@ static inline void ws_trace_task(ws_worker *w, ws_fnptr fn, uint64_t t0) {
 /* The logical position of the calling thread's next private frame
  * (cancel.h): frames published so far plus those still private. 0 on a
  * thread that is no worker (it has no private frames). */
+static inline uint64_t ws_priv_pos_of(const ws_worker *w) {
+  return w->priv_seq + (uint64_t)(ws_top() - w->priv_lo);
+}
 static inline uint64_t ws_priv_pos(void) {
   ws_worker *w = ws__self;
-  return w ? w->priv_seq + (uint64_t)(ws_top() - w->priv_lo) : 0;
+  return w ? ws_priv_pos_of(w) : 0;
 }
 
 /* Enter unit c on the calling thread for the scope s (cancel.h). */
@@ -185,7 +188,7 @@ static inline void ws_scope_enter(ws_scope *s, ws_ctx *c) { ws_scope_push(s, c, 
  * itself. */
 static inline void ws_run(ws_worker *w, ws_task *t) {
   ws_scope s;
-  ws_scope_push(&s, NULL, w->priv_seq + (uint64_t)(ws_top() - w->priv_lo));
+  ws_scope_push(&s, NULL, ws_priv_pos_of(w));
   t->exec(t, w);
   ws_scope_pop(&s);
   uint64_t inlined = pool__tls.tasks;

@@ -40,7 +40,11 @@ static void mark(void *arg) {
 
 /* Per-worker stats: sums. `tasks` is bumped after the task finished, so it
  * may lag behind pool_wait_idle(): poll (the watchdog bounds it). The pop
- * counters are bumped before the task runs, so they are exact already. */
+ * counters are bumped before the task runs, so they never fall short; but a
+ * submit batch's steal handle taken just as its runner claimed the last
+ * entry is counted as a take until the handle finds nothing and undoes it
+ * (ws_uncount_take), which may come after the wait returned (seen under
+ * the chaos build): they may be one over per such handle until then. */
 static void check_stats(pool_t *p, uint64_t expect_tasks, uint64_t expect_global) {
   unsigned n = pool_threads(p);
   CHECK(n > 0);
@@ -56,11 +60,11 @@ static void check_stats(pool_t *p, uint64_t expect_tasks, uint64_t expect_global
       CHECK(s.global_pops <= s.global_taken);
       CHECK(s.steals_remote <= s.steals);
     }
-    CHECK_EQ(taken, expect_tasks);
+    CHECK(taken >= expect_tasks);
     CHECK_EQ(global, expect_global);
     CHECK(sum_tasks <= expect_tasks);
     tasks = sum_tasks;
-    if (tasks == expect_tasks) break;
+    if (tasks == expect_tasks && taken == expect_tasks) break;
     sched_yield();
   }
   CHECK_EQ(tasks, expect_tasks);

@@ -53,7 +53,7 @@
  * -Wcast-qual (test header_warnings), with or without optimisation.
  *
  * The reference is in groups: \ref pool, \ref forkjoin, \ref typed,
- * \ref parfor, \ref cancel, \ref stats, \ref placement and \ref version. The sections
+ * \ref parfor, \ref cancel, \ref jobs, \ref blocking, \ref stats, \ref placement and \ref version. The sections
  * below hold what applies to every group: \ref errors, \ref nullpool,
  * \ref faults and \ref hooks. docs/ holds the design, tuning, placement
  * and performance notes.
@@ -153,11 +153,18 @@
  * its caller): a start hook must not wait for anything the creating thread
  * does after pool_create().
  *
+ * Stand-in threads (\ref blocking) run the hooks too, with the indexes that
+ * follow the workers' (pool_threads() + k for the k-th stand-in, also what
+ * pool_worker_id() returns on it): the start hook when the stand-in is
+ * first needed, long after pool_create() returned; the stop hook in
+ * pool_destroy(), as for a worker.
+ *
  * Worker threads are named "<name>-w<index>" (pthread_setname_np: what
  * `top -H`, `ps -L`, gdb, perf and /proc/self/task/N/comm show), cut to
  * Linux's 15 visible bytes by shortening the name, never the index. The
  * name is pool_config_t::name, or "wspool-p<N>" where N counts the pools
- * this process created (so "wspool-p0-w3").
+ * this process created (so "wspool-p0-w3"). Stand-ins are named
+ * "<name>-s<k>" (the k-th stand-in of the pool, from 0).
  */
 #ifndef WSPOOL_H
 #define WSPOOL_H
@@ -331,7 +338,9 @@ POOL_API int pool_wait_idle(pool_t *pool);
 /** \brief Worker count of \p pool (NULL: as in \ref nullpool); 0 if none. */
 POOL_API unsigned pool_threads(const pool_t *pool);
 
-/** \brief Index of the calling worker in its pool, -1 outside any pool. */
+/** \brief Index of the calling worker in its pool, -1 outside any pool.
+ *  Workers are 0 to pool_threads() - 1; a stand-in thread (\ref blocking)
+ *  is pool_threads() + k, k counting the pool's stand-ins from 0. */
 POOL_API int pool_worker_id(void);
 
 /** \brief A readable message for an error code; never NULL.
@@ -512,7 +521,8 @@ POOL_API int pool_group_spawn_drop(pool_group_t *g, pool_fn fn, void *arg, pool_
  * \return 0 when every child ran and none failed; the code of the group's
  *         first failure (pool_fail()); ECANCELED when the group or work it
  *         is nested in was cancelled (children may have been skipped);
- *         EINVAL for NULL \p g or an uninitialised group.
+ *         EINVAL for NULL \p g or an uninitialised group; EBUSY while the
+ *         group has a continuation (pool_job_after_group()).
  */
 POOL_API int pool_group_wait(pool_group_t *g);
 
@@ -641,13 +651,14 @@ POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t
  * errno-style code that reaches whoever waits for its work.
  *
  * <b>Units of work.</b> A group (between pool_group_init() or its last
- * wait and the next pool_group_wait()), a pool_join(), and a
+ * wait and the next pool_group_wait()), a pool_join(), a
  * pool_parallel_for() / pool_parallel_for_try() / pool_parallel_reduce()
+ * call, a job (\ref jobs, nested in no other unit) and a pool_isolate()
  * call. Each can be cancelled, records at most one failure, and reports
  * either at its wait.
  *
  * <b>The current work.</b> Code running as a group's child, a join's half,
- * or a loop's body belongs to that unit. A frame spawned with pool_spawn()
+ * a loop's body, a job's function or pool_isolate()'s belongs to that unit. A frame spawned with pool_spawn()
  * (and a POOL_TASK) belongs to the unit its spawner belonged to, wherever it
  * runs. A pool_submit()ted task belongs to none (it is nobody's child), nor
  * does code of a thread outside every task (main()).
@@ -721,6 +732,299 @@ POOL_API int pool_cancelled(void);
  *         thread outside every task): nothing is recorded.
  */
 POOL_API int pool_fail(int err);
+
+/** @} */
+
+/** \defgroup jobs Jobs: completion handles, continuations and dependencies
+ *
+ * A job is a submitted task you can wait for alone, and a node of a
+ * dependency graph: it runs once every job it was put after (its
+ * predecessors) has completed. Its storage, a pool_job_t, is the
+ * caller's, like a frame's; a job allocates nothing unless it has more than
+ * two predecessors, and waiting for it needs no thread: a job put after
+ * another is a continuation, run by the worker that completes the last
+ * predecessor.
+ * \code
+ *   pool_job_t decode, transform, write;
+ *   pool_job_init(&decode, NULL, decode_fn, item);
+ *   pool_job_init(&transform, NULL, transform_fn, item);
+ *   pool_job_init(&write, NULL, write_fn, item);
+ *   pool_job_after(&transform, &decode);    // decode -> transform -> write
+ *   pool_job_after(&write, &transform);
+ *   pool_job_start(&write);                 // each runs once its
+ *   pool_job_start(&transform);             // predecessors completed
+ *   pool_job_start(&decode);
+ *   int rc = pool_job_wait(&write);         // 0, or the first failure
+ * \endcode
+ *
+ * <b>Life of a job.</b> pool_job_init() prepares it; pool_job_after() and
+ * pool_job_after_group() add predecessors until pool_job_start(); it runs
+ * once started and every predecessor completed; it is complete after its
+ * function returned (or it was skipped). Every job initialised must be
+ * started (a job never started holds back every job put after it), and
+ * its storage must stay valid until it is complete: until pool_job_wait()
+ * returned, or pool_job_status() returned something other than
+ * EINPROGRESS; then it may be freed or initialised again. Calls on one
+ * job before its start (after, start) come from one thread at a time; its
+ * predecessors may meanwhile run and complete on any thread.
+ *
+ * <b>Outcome.</b> A job is a unit of work (\ref cancel) of its own, nested
+ * in none (like a pool_submit() task): pool_fail() inside it is its
+ * failure, pool_cancelled() polls it, pool_job_cancel() cancels it. Its
+ * status is 0, its failure, or ECANCELED. A job whose predecessor did not
+ * succeed is skipped (its function never runs) and takes that status (the
+ * first such predecessor's to complete), so a failure travels down the
+ * graph and the last job reports it. A job whose pool is destroyed before
+ * it could run (its last predecessor completed after pool_destroy()
+ * began) is skipped with status ESHUTDOWN.
+ *
+ * <b>Where it runs.</b> Started or released from a worker of its pool, a
+ * job goes on that worker's deque (the worker that completes a job runs
+ * one released successor next, directly); otherwise on the pool's global
+ * queue. Ready jobs (started, every predecessor complete) count as
+ * submitted tasks: pool_wait_idle() waits for them, and pool_destroy()
+ * runs them before it returns; a job is ready by the time its last
+ * predecessor reports complete. Dependencies may cross pools.
+ *
+ * examples/pipeline.c (a bounded pipeline) and examples/wavefront.c (a
+ * dependency graph) are whole programs.
+ *  @{ */
+
+/** A job: caller-owned storage, from pool_job_init() until it is complete. */
+typedef struct pool_job {
+  void *wsp_private[16]; /**< the runtime's; never read or written by callers */
+} pool_job_t;
+
+/**
+ * \brief Prepare \p job to run `fn(arg)` on \p pool once started and once
+ * every predecessor added before the start has completed.
+ * \param job the job's storage, owned by the caller (not a job that is
+ *        started and not complete).
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param fn the job's function.
+ * \param arg its argument.
+ * \return 0; EINVAL for a NULL \p job or \p fn, or no pool; EOWNERDEAD for
+ *         a pool inherited across fork().
+ */
+POOL_API int pool_job_init(pool_job_t *job, pool_t *pool, pool_fn fn, void *arg);
+
+/**
+ * \brief Run \p job only after \p pred has completed (an edge pred -> job).
+ *
+ * \p pred may be in any state: not started (then \p pred must be started
+ * for \p job ever to run), running, or complete (then the edge is
+ * satisfied at once; if \p pred did not succeed, \p job will be skipped
+ * with its status). The same pair twice is two edges, both satisfied by
+ * one completion. The first two predecessors of a job need no memory.
+ * \param job an initialised job not yet started.
+ * \param pred an initialised job, other than \p job, valid during the call.
+ * \return 0; EINVAL for NULL or uninitialised jobs, \p pred == \p job, or
+ *         \p job already started; ENOMEM (no edge is added).
+ */
+POOL_API int pool_job_after(pool_job_t *job, pool_job_t *pred);
+
+/**
+ * \brief Run \p job only after every child of \p g has finished: a
+ * continuation of the group, which nobody waits for.
+ *
+ * Counts the children spawned before the group's count next falls to
+ * zero: once every child spawned so far (and any spawned into it
+ * meanwhile) has finished, \p job is released with the group's result
+ * (pool_group_wait()'s value: 0, the first failure, or ECANCELED; non-zero
+ * skips \p job with that status), and the group's round ends as a
+ * pool_group_wait() would end it: the group may then be spawned into
+ * again, or initialised again. A group with no child pending releases
+ * \p job at once. Until \p job is released the group must not be waited
+ * for, given another continuation, initialised again or freed.
+ * \param job an initialised job not yet started.
+ * \param g an initialised group of the same pool or another.
+ * \return 0; EINVAL for NULL or uninitialised arguments or \p job already
+ *         started; EBUSY when \p g already has a continuation pending.
+ */
+POOL_API int pool_job_after_group(pool_job_t *job, pool_group_t *g);
+
+/**
+ * \brief Start \p job: it runs as soon as all its predecessors completed
+ * (at once when it has none). Thread-safe against its predecessors'
+ * completions; the job must not be started twice.
+ * \param job an initialised job.
+ * \return 0; EINVAL for NULL, uninitialised or already started \p job.
+ *         A job whose pool is being destroyed is not refused: it completes
+ *         with status ESHUTDOWN (see above).
+ */
+POOL_API int pool_job_start(pool_job_t *job);
+
+/**
+ * \brief pool_job_init() and pool_job_start(): submit `fn(arg)` and get a
+ * handle to wait on.
+ * \code
+ *   pool_job_t j;
+ *   if (pool_job_submit(NULL, &j, compress, &block) == 0)
+ *     rc = pool_job_wait(&j);     // this task alone
+ * \endcode
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param job the job's storage.
+ * \param fn the job's function.
+ * \param arg its argument.
+ * \return as pool_job_init(); ESHUTDOWN (nothing started) from outside a
+ *         pool being destroyed.
+ */
+POOL_API int pool_job_submit(pool_t *pool, pool_job_t *job, pool_fn fn, void *arg);
+
+/**
+ * \brief Wait until \p job is complete; return its status.
+ *
+ * Any thread blocks. A task (on a worker of any pool) does not run other
+ * tasks meanwhile, as pool_sync() does: one of them could wait, in turn,
+ * for a job whose waiter is suspended below it on the same stack, a
+ * deadlock no order of jobs rules out. It waits in a blocking region
+ * instead (pool_blocking_begin()): a stand-in thread runs the pool's work
+ * meanwhile, so waits nested deeper than the workers plus
+ * pool_standin_limit() stall. Inside tasks, prefer a continuation
+ * (pool_job_after()) to a wait. Any number of threads may wait for one job,
+ * and its storage must outlive every wait. The job must have been started
+ * (or must be, by another thread): waiting for a job nobody starts never
+ * returns.
+ * \param job an initialised job.
+ * \return the job's status: 0; its failure (pool_fail() in it, or its
+ *         first failed predecessor's); ECANCELED; ESHUTDOWN; or EINVAL
+ *         for a NULL or uninitialised \p job.
+ */
+POOL_API int pool_job_wait(pool_job_t *job);
+
+/**
+ * \brief The status of \p job without waiting.
+ * \param job an initialised job.
+ * \return EINPROGRESS while it is not complete (not started, waiting for
+ *         predecessors, queued or running); once complete, what
+ *         pool_job_wait() returns (then the job's storage is free); EINVAL
+ *         for a NULL or uninitialised \p job.
+ */
+POOL_API int pool_job_status(const pool_job_t *job);
+
+/**
+ * \brief Cancel \p job: if its function has not started it never will
+ * (status ECANCELED, and every job after it is skipped); if it runs,
+ * pool_cancelled() tells it so, and units nested in it are cancelled.
+ * Thread-safe and idempotent; no effect on a complete job.
+ * \param job an initialised job.
+ * \return 0; EINVAL for a NULL or uninitialised \p job.
+ */
+POOL_API int pool_job_cancel(pool_job_t *job);
+
+/** @} */
+
+/** \defgroup blocking Blocking tasks and isolated waits
+ *
+ * <b>Blocking regions.</b> A task that blocks (a read from a file or a
+ * socket, an MPI receive, a mutex held elsewhere, a call into a library
+ * that waits) holds its worker: a pool of 2 with 2 blocked tasks runs
+ * nothing. A task wraps such a call in pool_blocking_begin() and
+ * pool_blocking_end(); meanwhile a stand-in thread runs the pool's work in
+ * its place, so that the configured number of workers keeps running.
+ * \code
+ *   static void fetch(void *arg) {        // a task
+ *     struct req *r = arg;
+ *     pool_blocking_begin();
+ *     ssize_t n = read(r->fd, r->buf, r->len);   // may block for long
+ *     pool_blocking_end();
+ *     r->n = n;
+ *     ...compute on r->buf...
+ *   }
+ * \endcode
+ * Stand-ins are threads of the pool, started when first needed and kept,
+ * asleep when not needed, until pool_destroy(); a pool whose tasks never
+ * enter a region starts none and pays nothing. At most
+ * pool_standin_limit() of them run at once (default: 4 per worker,
+ * environment `WSPOOL_STANDINS`; pool_set_standin_limit()): past that, a
+ * blocking task holds its worker as without a region. When a region ends,
+ * the pool runs one thread more than configured until a stand-in finishes
+ * its current task and goes back to sleep. Regions nest (only the
+ * outermost counts); outside a task of a pool a region does nothing. Tasks
+ * that pool_destroy() runs before it returns are served as any. Stand-ins
+ * have worker indexes from pool_threads() on (pool_worker_id()), are named
+ * "<name>-s<k>" and run the worker hooks (\ref hooks); pool_worker_stats()
+ * and pool_worker_cpu() know only the workers. Keep a region around the blocking call
+ * alone: inside it the task holds no worker, so waits for tasks
+ * (pool_sync(), group waits) do not belong there. When most of a program's
+ * tasks block, a separate pool for them (sized for the I/O, not the CPUs)
+ * is simpler: docs/blocking.md.
+ *
+ * <b>Isolated waits.</b> A waiting worker helps: pool_sync() and the other
+ * waits run any task they find, which may be unrelated to what they wait
+ * for. A task that holds a lock while it waits may so run another task
+ * that takes the same lock, and deadlock. pool_isolate() runs a
+ * computation whose waits (and the waits of everything it spawns, on any
+ * worker) run only its own work: what it, and its tasks, spawned (frames,
+ * group children, loop pieces), never tasks from outside it. What it
+ * pool_submit()s, and jobs it makes ready, go to the global queue instead
+ * (nothing in it waits for a submitted task; a wait for a job blocks in a
+ * blocking region, so a stand-in runs it). The price: an isolated waiter
+ * does not steal, so where it could have helped it waits, or sleeps; and a
+ * wait inside for work spawned outside it (a group spawned into before) is
+ * never helped by the waiter: on a pool whose other workers are busy or
+ * blocked it may wait forever.
+ * \code
+ *   static void update(void *arg) {        // may run as a task of any pool
+ *     pthread_mutex_lock(&m);
+ *     pool_parallel_for(NULL, 0, n, 0, body, arg);  // waits: runs only body pieces
+ *     pthread_mutex_unlock(&m);
+ *   }
+ *   ...  pool_isolate(update, &state);
+ * \endcode
+ *  @{ */
+
+/**
+ * \brief The calling task is about to block: let a stand-in run the pool's
+ * work meanwhile. Must be matched by pool_blocking_end() on the same
+ * thread, in the same task. What the task spawned and has not synced yet
+ * becomes stealable first, so stand-ins can run it. Async-signal-unsafe;
+ * two atomic operations when no stand-in is needed, a futex wake when a
+ * parked one is, a thread creation the first time a new one is.
+ * \return 0 (also outside every pool, where it does nothing). A stand-in
+ *         that cannot be started (thread or memory limits) is not an
+ *         error: the task holds its worker, as without a region.
+ */
+POOL_API int pool_blocking_begin(void);
+
+/**
+ * \brief The calling task no longer blocks: the end of the region
+ * pool_blocking_begin() began.
+ * \return 0; EINVAL without a matching pool_blocking_begin() on this
+ *         thread (from a worker).
+ */
+POOL_API int pool_blocking_end(void);
+
+/**
+ * \brief Set how many stand-in threads \p pool may run at once.
+ * Lowering it interrupts no task: stand-ins above the new limit go to
+ * sleep once their current task returns. Regions that began before the
+ * call may not see a raised limit.
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param limit the most stand-ins at once; 0 turns regions off.
+ * \return 0; EINVAL for no pool or a limit above POOL_MAX_THREADS;
+ *         ESHUTDOWN once pool_destroy() began, EOWNERDEAD for a pool
+ *         inherited across fork() (from outside the pool).
+ */
+POOL_API int pool_set_standin_limit(pool_t *pool, unsigned limit);
+
+/** \brief The stand-in limit of \p pool (NULL: as in \ref nullpool); 0 if none. */
+POOL_API unsigned pool_standin_limit(const pool_t *pool);
+
+/**
+ * \brief Run `fn(arg)` on the calling thread, isolated: its waits, and
+ * those of everything it spawns, run only work spawned inside it.
+ *
+ * The call is a unit of work (\ref cancel), nested in the current one.
+ * From a thread outside every pool, fn runs on the calling thread (whose
+ * waits block anyway) and what it spawns runs isolated on the workers.
+ * Isolations nest: an inner one's waits run only the inner one's work.
+ * \param fn the computation.
+ * \param arg its argument.
+ * \return 0; the first failure inside (pool_fail()); ECANCELED when work it
+ *         is nested in was cancelled; EINVAL for a NULL \p fn.
+ */
+POOL_API int pool_isolate(pool_fn fn, void *arg);
 
 /** @} */
 
@@ -811,7 +1115,7 @@ POOL_API int pool_worker_cpu(const pool_t *pool, unsigned worker);
 /** \defgroup version Version
  *  @{ */
 #define WSPOOL_VERSION_MAJOR 0 /**< incompatible API changes */
-#define WSPOOL_VERSION_MINOR 2 /**< compatible additions */
+#define WSPOOL_VERSION_MINOR 3 /**< compatible additions */
 #define WSPOOL_VERSION_PATCH 0 /**< fixes */
 /** @} */
 

@@ -20,6 +20,12 @@
  *    callable alive until it runs, one allocation per call (as oneTBB's
  *    task_group and enqueue do).
  *  - wspool::is_cancelled(): pool_cancelled().
+ *  - wspool::isolate(f): pool_isolate() of `f`, its result returned.
+ *  - wspool::blocking_region: pool_blocking_begin() and pool_blocking_end()
+ *    as a scope; wspool::blocking(f): `f()` inside one.
+ *  - wspool::job: a pool_job_t and a copy of the callable, kept in the job
+ *    when small (six words), else in one allocation; after(), start(),
+ *    wait(), status(), cancel() (pool_job_after() ... pool_job_cancel()).
  * The layer allocates nothing beyond that: join(), parallel_for() and
  * parallel_reduce() add no allocation to what the C calls do.
  *
@@ -63,6 +69,14 @@
  * no unit and are never skipped: the first exception one throws (in time)
  * is rethrown by pool::wait_idle(), later ones are dropped.
  *
+ * A job is a unit nested in no other (like a submitted task, it is not
+ * cancelled with the work that made it): its callable's exception fails
+ * it with pool_fail(ECANCELED), the jobs after it are skipped with
+ * ECANCELED (their wait() throws wspool::error(ECANCELED): the exception
+ * does not travel down the graph, the C status does), and job::wait()
+ * rethrows it. isolate() is a unit nested in the current one; what `f`
+ * throws comes out of it as from a plain call.
+ *
  * Errors of the C API (ENOMEM, ESHUTDOWN, the code of a C task's
  * pool_fail(), ECANCELED as above, ...) throw wspool::error.
  */
@@ -75,10 +89,12 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "wspool.h"
 
@@ -429,6 +445,97 @@ struct group_call {
   static void drop(void *p) noexcept { delete static_cast<group_call *>(p); }
 };
 
+/* What a callable returned, kept until the C call that ran it returns:
+ * nothing (void), a pointer (a reference), else the value. */
+template <class R>
+struct result_box {
+  std::optional<R> v;
+  template <class F>
+  void set(F &f) {
+    v.emplace(f());
+  }
+  R take() { return std::move(*v); }
+};
+template <class R>
+struct result_box<R &> {
+  R *v = nullptr;
+  template <class F>
+  void set(F &f) {
+    R &r = f();
+    v = &r;
+  }
+  R &take() noexcept { return *v; }
+};
+template <class R>
+struct result_box<R &&> {
+  R *v = nullptr;
+  template <class F>
+  void set(F &f) {
+    R &&r = f();
+    v = &r;
+  }
+  R &&take() noexcept { return std::move(*v); }
+};
+template <>
+struct result_box<void> {
+  template <class F>
+  void set(F &f) {
+    f();
+  }
+  void take() noexcept {}
+};
+
+/* isolate(): `f` runs on the calling thread, inside pool_isolate(). Its
+ * exception is kept whatever the unit's state (there is one `f`, and it
+ * leaves `f` after every wait inside it has returned, so nothing of the
+ * unit is left to cancel) and rethrown once pool_isolate() has returned. */
+template <class F, class R>
+struct isolate_call {
+  F *f;
+  result_box<R> result;
+  std::exception_ptr exc;
+  static void run(void *p) noexcept {
+    isolate_call *c = static_cast<isolate_call *>(p);
+    try {
+      c->result.set(*c->f);
+    } catch (...) {
+      c->exc = std::current_exception();
+    }
+  }
+};
+
+/* A job's callable: in the job itself when it fits (no allocation), else
+ * one heap copy whose pointer the job holds. */
+inline constexpr std::size_t job_inline_size = 6 * sizeof(void *);
+
+template <class D>
+inline constexpr bool job_inline =
+    sizeof(D) <= job_inline_size && alignof(D) <= alignof(std::max_align_t);
+
+template <class D>
+struct job_fn {
+  static D &get(void *buf) noexcept {
+    if constexpr (job_inline<D>)
+      return *std::launder(static_cast<D *>(buf));
+    else
+      return **std::launder(static_cast<D **>(buf));
+  }
+  template <class F>
+  static void make(void *buf, F &&f) {
+    if constexpr (job_inline<D>)
+      ::new (buf) D(std::forward<F>(f));
+    else
+      ::new (buf) D *(new D(std::forward<F>(f)));
+  }
+  static void call(void *buf) { (void)get(buf)(); }
+  static void destroy(void *buf) noexcept {
+    if constexpr (job_inline<D>)
+      get(buf).~D();
+    else
+      delete &get(buf);
+  }
+};
+
 }  // namespace detail
 
 /**
@@ -558,6 +665,14 @@ class pool {
     detail::check(pool_wait_idle(p_), "pool_wait_idle");
     exc_.rethrow();
   }
+  /** How many stand-in threads may run this pool's work at once while its
+   *  tasks are in a blocking_region (pool_standin_limit()). */
+  unsigned standin_limit() const noexcept { return pool_standin_limit(p_); }
+  /** pool_set_standin_limit(): 0 turns blocking regions off; above
+   *  POOL_MAX_THREADS throws wspool::error(EINVAL). */
+  void set_standin_limit(unsigned limit) {
+    detail::check(pool_set_standin_limit(p_, limit), "pool_set_standin_limit");
+  }
 
  private:
   void create(const pool_config_t &cfg) { detail::check(pool_create(&p_, &cfg), "pool_create"); }
@@ -622,6 +737,217 @@ class task_group {
   void init(pool_t *p) { detail::check(pool_group_init(&g_, p), "pool_group_init"); }
   pool_group_t g_;
   detail::first_exception exc_;
+};
+
+/**
+ * Call `f()` on this thread, isolated (pool_isolate()): the waits inside it
+ * (a join, a loop, a task_group's wait, on this thread or in what it
+ * spawned) run only work spawned inside it, never an unrelated task, so
+ * `f` may hold a lock across them. Returns what `f` returns. What `f`
+ * throws comes out as from a plain call (an exception of a loop or group
+ * inside it reaches it the usual way). When `f` returns normally: a
+ * pool_fail() code of C code running as `f` throws wspool::error(code), and
+ * an isolate() nested in cancelled work throws wspool::error(ECANCELED),
+ * as a loop does. Allocates nothing.
+ */
+template <class F>
+std::invoke_result_t<F &> isolate(F &&f) {
+  using R = std::invoke_result_t<F &>;
+  using call = detail::isolate_call<std::remove_reference_t<F>, R>;
+  call c{&f, {}, {}};
+  int rc = pool_isolate(&call::run, &c);
+  if (c.exc) std::rethrow_exception(c.exc);
+  detail::check(rc, "pool_isolate");
+  return c.result.take();
+}
+
+/** A blocking region (pool_blocking_begin() in the constructor,
+ *  pool_blocking_end() in the destructor): while it lasts, a stand-in
+ *  thread runs the pool's work in place of the worker this task holds.
+ *  Keep it around the blocking call alone (no waits for tasks inside). A
+ *  scope object: it begins and ends on one thread, regions nest (only the
+ *  outermost counts); outside every pool it does nothing. */
+class blocking_region {
+ public:
+  blocking_region() { detail::check(pool_blocking_begin(), "pool_blocking_begin"); }
+  ~blocking_region() { (void)pool_blocking_end(); }
+  blocking_region(const blocking_region &) = delete;
+  blocking_region &operator=(const blocking_region &) = delete;
+};
+
+/** Call `f()` inside a blocking_region and return what it returns; the
+ *  region ends however `f` leaves. */
+template <class F>
+decltype(auto) blocking(F &&f) {
+  blocking_region region;
+  return std::forward<F>(f)();
+}
+
+/** The stand-in limit of the caller's pool, else the default pool. */
+inline unsigned standin_limit() noexcept { return pool_standin_limit(nullptr); }
+/** Set the stand-in limit of the caller's pool, else the default pool. */
+inline void set_standin_limit(unsigned limit) {
+  detail::check(pool_set_standin_limit(nullptr, limit), "pool_set_standin_limit");
+}
+
+/**
+ * A job (pool_job_t): a task with a handle to wait on, and a node of a
+ * dependency graph. The job owns its pool_job_t and its callable (a copy,
+ * kept in the job when it fits in six words, else in one allocation);
+ * neither copyable nor movable (the runtime points into it). Construction
+ * is pool_job_init(); after() adds predecessors; start() lets it run once
+ * every predecessor has completed; wait() waits for it.
+ *
+ * A job is a unit of work nested in none: the callable's exception fails it
+ * with pool_fail(ECANCELED), so its status is ECANCELED, every job after it
+ * is skipped with that status, and wait() rethrows the exception (each
+ * time it is called). is_cancelled() in the callable polls the job.
+ *
+ * after(pred) with `pred` not yet started is recorded and becomes
+ * pool_job_after() when this job is started (with `pred` started, at
+ * once): so a job never started holds no edge to another, and a graph
+ * dropped before its start (an exception) is destroyed in any order.
+ * Hence the one rule beyond the C API's: a predecessor must still exist
+ * when its successor is started.
+ *
+ * The destructor: a started job is waited for (its status and exception
+ * are dropped), and so for its predecessors to be started and run: start
+ * a graph's jobs with nothing that can throw in between, or predecessors
+ * first. A job never started is cancelled, started and waited for when
+ * the runtime may refer to it (a job put after it was started, it was put
+ * after a job already started, or get() gave out its C handle): the jobs
+ * after it are skipped with ECANCELED, and the wait lasts until the
+ * predecessors it was put after have completed. Otherwise it is dropped
+ * at once: its callable never runs, the pool is not touched.
+ */
+class job {
+ public:
+  /** A job on the caller's pool, else the default pool. */
+  template <class F, class = std::enable_if_t<std::is_invocable_v<std::decay_t<F> &>>>
+  explicit job(F &&f) {
+    init(nullptr, std::forward<F>(f));
+  }
+  /** A job on `p`. */
+  template <class F>
+  job(pool &p, F &&f) {
+    init(p.get(), std::forward<F>(f));
+  }
+  job(const job &) = delete;
+  job &operator=(const job &) = delete;
+  ~job() {
+    if (!started_.load(std::memory_order_relaxed) && linked_.load(std::memory_order_acquire)) {
+      (void)pool_job_cancel(&j_);
+      (void)pool_job_start(&j_);
+      started_.store(true, std::memory_order_relaxed);
+    }
+    if (started_.load(std::memory_order_relaxed)) (void)pool_job_wait(&j_);
+    destroy_(static_cast<void *>(fn_));
+  }
+
+  /** Run this job only after `pred` has completed (any state: if it has
+   *  not succeeded, this job is skipped with its status). Before start();
+   *  `pred` must exist until this job is started. */
+  void after(job &pred) {
+    if (&pred == this || started_.load(std::memory_order_relaxed))
+      detail::fail(EINVAL, "pool_job_after");
+    if (pred.started_.load(std::memory_order_acquire)) {
+      link(pred);
+      return;
+    }
+    if (npreds_ < 2)
+      preds_[npreds_++] = &pred;
+    else
+      more_.push_back(&pred);
+  }
+  /** Start the job (pool_job_start(), after the pool_job_after() of the
+   *  predecessors recorded): it runs once they have all completed, at once
+   *  without any. Once only. If an edge cannot be made (ENOMEM), the job
+   *  is started cancelled (it and the jobs after it are skipped) and
+   *  start() throws. */
+  void start() {
+    if (started_.load(std::memory_order_relaxed)) detail::fail(EINVAL, "pool_job_start");
+    int rc = 0;
+    for (std::size_t i = 0; i < npreds_ && rc == 0; i++) rc = try_link(*preds_[i]);
+    for (std::size_t i = 0; i < more_.size() && rc == 0; i++) rc = try_link(*more_[i]);
+    npreds_ = 0;
+    std::vector<job *>().swap(more_);
+    if (rc != 0) (void)pool_job_cancel(&j_);
+    started_.store(true, std::memory_order_release);
+    int started = pool_job_start(&j_);
+    detail::check(rc, "pool_job_after");
+    detail::check(started, "pool_job_start");
+  }
+  /** Wait until the job is complete (on a worker of its pool, running
+   *  other tasks meanwhile). Then: rethrow the callable's exception if it
+   *  threw; else throw wspool::error for a non-zero status: ECANCELED
+   *  (cancelled, or skipped after a predecessor threw or was cancelled),
+   *  the code of a pool_fail() in it or in a predecessor, ESHUTDOWN (its
+   *  pool was destroyed before it could run). Any number of threads may
+   *  wait. The job must be started (here or elsewhere), or this never
+   *  returns. */
+  void wait() {
+    int rc = pool_job_wait(&j_);
+    if (exc_) std::rethrow_exception(exc_);
+    detail::check(rc, "pool_job_wait");
+  }
+  /** pool_job_status(): EINPROGRESS until complete, then its status (an
+   *  exception shows as ECANCELED). */
+  int status() const noexcept { return pool_job_status(&j_); }
+  /** pool_job_cancel(): if the callable has not started it never will; if
+   *  it runs, is_cancelled() tells it. Any thread, any number of times. */
+  void cancel() { detail::check(pool_job_cancel(&j_), "pool_job_cancel"); }
+  /** The C handle, for the C API (pool_job_after() of a C job after this
+   *  one); start it with start(). */
+  pool_job_t *get() noexcept {
+    linked_.store(true, std::memory_order_release);
+    return &j_;
+  }
+
+ private:
+  template <class F>
+  void init(pool_t *p, F &&f) {
+    using D = std::decay_t<F>;
+    static_assert(std::is_invocable_v<D &>, "wspool::job: the callable takes no argument");
+    detail::job_fn<D>::make(static_cast<void *>(fn_), std::forward<F>(f));
+    call_ = &detail::job_fn<D>::call;
+    destroy_ = &detail::job_fn<D>::destroy;
+    int rc = pool_job_init(&j_, p, &job::run, this);
+    if (rc != 0) {
+      destroy_(static_cast<void *>(fn_));
+      detail::fail(rc, "pool_job_init");
+    }
+  }
+  /* The edge pred -> this, in the runtime; both jobs may now be waited on
+   * by the other's destructor. */
+  int try_link(job &pred) noexcept {
+    pred.linked_.store(true, std::memory_order_release);
+    linked_.store(true, std::memory_order_release);
+    return pool_job_after(&j_, &pred.j_);
+  }
+  void link(job &pred) { detail::check(try_link(pred), "pool_job_after"); }
+  /* The pool_fn: the callable, its exception failing the job. A job runs
+   * once, so the exception is written once, before the job completes
+   * (which a wait acquires). EALREADY: the job had been cancelled (or
+   * failed with a C code) before; the exception is dropped. */
+  static void run(void *p) noexcept {
+    job *j = static_cast<job *>(p);
+    try {
+      j->call_(static_cast<void *>(j->fn_));
+    } catch (...) {
+      if (pool_fail(ECANCELED) != EALREADY) j->exc_ = std::current_exception();
+    }
+  }
+
+  pool_job_t j_;
+  alignas(std::max_align_t) unsigned char fn_[detail::job_inline_size];
+  void (*call_)(void *) = nullptr;
+  void (*destroy_)(void *) noexcept = nullptr;
+  std::exception_ptr exc_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> linked_{false}; /* may have an edge in the runtime */
+  std::size_t npreds_ = 0;          /* predecessors recorded before start() */
+  job *preds_[2] = {nullptr, nullptr};
+  std::vector<job *> more_;
 };
 
 }  // namespace wspool

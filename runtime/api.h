@@ -60,6 +60,13 @@ void ws_dump_add(struct pool *p);
  * process as SIGQUIT does, unless the program set its own disposition. */
 void ws_dump_on_sigquit(void);
 
+/* Workers (pool.c), also for stand-ins (standin.c): a worker of id `id`
+ * built but not started (NULL without memory); its memory freed; on its
+ * own thread, before its loop, its stack's bounds (ws_may_help). */
+ws_worker *ws_worker_build(struct pool *p, unsigned id);
+void ws_worker_free(struct pool *p, ws_worker *w);
+void ws_worker_stack_bounds(ws_worker *w);
+
 /* Registers the fork handlers (pool.c), once; ENOMEM if it cannot. */
 int ws_fork_setup(void);
 /* Fork handlers of placement.c and trace.c: 0 before fork() (take the

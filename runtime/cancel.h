@@ -32,6 +32,9 @@
 
 typedef struct ws_ctx {
   ws_u32 state;
+  /* Part of an isolated computation (pool_isolate; docs/design.md 7.5):
+   * set at creation, inherited by every unit nested in it. */
+  uint32_t iso;
   /* An epoch at which every ancestor was found clear (a note for the
    * check; any thread may refresh it), ~0 for none. */
   ws_u64 clear_at;
@@ -45,7 +48,14 @@ typedef struct ws_scope {
   ws_ctx *ctx;           /* the thread's current unit while this scope lasts */
   uint64_t base;         /* logical private-stack position at entry */
   struct ws_scope *outer;
+  /* On a worker inside an isolated computation: the deque index from
+   * which its tasks lie (ws_scope_isolate, split.c); else WS_NO_FLOOR.
+   * Inherited from the outer scope: what an isolated wait runs is isolated
+   * as it is. */
+  int64_t floor;
 } ws_scope;
+
+#define WS_NO_FLOOR INT64_MIN
 
 /* The calling thread's innermost scope, NULL outside every task. */
 extern __thread ws_scope *ws__scope __attribute__((tls_model("initial-exec")));
@@ -75,6 +85,7 @@ static inline bool ws_ctx_cancelled(ws_ctx *c) {
 static inline void ws_ctx_init(ws_ctx *c, ws_ctx *parent) {
   ws_u32_store(&c->state, 0, ws_relaxed);
   c->parent = parent;
+  c->iso = parent && parent->iso;
   uint64_t e = ws_u64_load(&ws__cancel_epoch, ws_seq_cst);
   bool clear = !parent || (ws_u32_load(&parent->state, ws_seq_cst) == 0 &&
                            ws_u64_load(&parent->clear_at, ws_relaxed) == e);
@@ -109,6 +120,7 @@ static inline void ws_scope_push(ws_scope *s, ws_ctx *ctx, uint64_t base) {
   s->ctx = ctx;
   s->base = base;
   s->outer = ws__scope;
+  s->floor = s->outer ? s->outer->floor : WS_NO_FLOOR;
   ws__scope = s;
 }
 static inline void ws_scope_pop(ws_scope *s) { ws__scope = s->outer; }

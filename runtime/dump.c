@@ -84,6 +84,26 @@ static void put_wait(out *o, ws_worker *w) {
   }
 }
 
+/* One line: what worker (or stand-in) `id` does, its deque, its tasks. */
+static void put_worker(out *o, const char *label, unsigned id, ws_worker *w) {
+  put_field(o, label, id);
+  uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
+  if (doing == WS_DOING_SLEEP) {
+    put(o, ": asleep");
+  } else if (doing == WS_DOING_WAIT) {
+    put(o, ": waiting (helping) for ");
+    put_wait(o, w);
+  } else if (doing == WS_DOING_PARKED) {
+    put(o, ": parked (no region needs it)");
+  } else {
+    put(o, ": running or looking for work");
+  }
+  int64_t n = ws_deque_size_hint(&w->dq);
+  put_field(o, "; deque ", n > 0 ? (uint64_t)n : 0);
+  put_field(o, " tasks; tasks run ", ws_u64_load(&w->stats.tasks, ws_relaxed));
+  put(o, "\n");
+}
+
 static void dump_pool(out *o, struct pool *p) {
   put(o, "wspool: pool ");
   put_num(o, (uintptr_t)p, 16);
@@ -109,22 +129,19 @@ static void dump_pool(out *o, struct pool *p) {
   put(o, "\n");
   for (unsigned i = 0; i < p->nthreads && p->workers; i++) {
     ws_worker *w = p->workers[i];
-    if (!w) continue;
-    put_field(o, "  worker ", i);
-    uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
-    if (doing == WS_DOING_SLEEP) {
-      put(o, ": asleep");
-    } else if (doing == WS_DOING_WAIT) {
-      put(o, ": waiting (helping) for ");
-      put_wait(o, w);
-    } else {
-      put(o, ": running or looking for work");
-    }
-    int64_t n = ws_deque_size_hint(&w->dq);
-    put_field(o, "; deque ", n > 0 ? (uint64_t)n : 0);
-    put_field(o, " tasks; tasks run ", ws_u64_load(&w->stats.tasks, ws_relaxed));
+    if (w) put_worker(o, "  worker ", i, w);
+  }
+  /* Stand-ins (docs/design.md 5.9): the count's acquire makes the slots it
+   * covers readable; they are freed only after `dumpable` is cleared. */
+  unsigned ns = ws_standins_count(p);
+  if (ns || ws_u32_load(&p->blocked, ws_relaxed)) {
+    put_field(o, "  blocking regions: threads blocked ", ws_u32_load(&p->blocked, ws_relaxed));
+    put_field(o, ", stand-ins awake ", ws_u32_load(&p->active, ws_relaxed));
+    put_field(o, " of at most ", ws_u32_load(&p->standin_limit, ws_relaxed));
+    put_field(o, ", started ", ns);
     put(o, "\n");
   }
+  for (unsigned k = 0; k < ns; k++) put_worker(o, "  stand-in ", p->nthreads + k, ws_standin_at(p, k));
 }
 
 static void on_sigquit(int sig) {

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "job.h"
 
 /* A spawn from a thread that is not a worker of p: the frame goes on the
  * global queue; the push and its notify happen inside the pool's gate
@@ -31,7 +31,7 @@ static int spawn_outside(struct pool *p, ws_frame *f) {
   ws_ptr_store(&f->thief, NULL, ws_relaxed);
   /* Relaxed: the queue's lock publishes it. */
   ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
-  rc = ws_push_global(p, &f->hdr);
+  rc = ws_push_global(p, &f->hdr, false);
   if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   ws_leave(p);
   return rc;
@@ -150,8 +150,10 @@ static sync_found unwind_to(ws_frame *f, ws_worker *w) {
     if (t == &f->hdr) return FOUND_UNSTARTED;
     run_unwound((ws_frame *)t, w);
   }
+  /* Isolated: not below the computation's floor (design.md 7.5). */
+  const ws_scope *iso = ws_isolation();
   for (;;) {
-    ws_task *t = ws_pop_own(w);
+    ws_task *t = iso ? ws_pop_own_from(w, iso->floor) : ws_pop_own(w);
     if (t == &f->hdr) return FOUND_UNSTARTED;
     if (!t) break;
     ws_counter_add(&w->stats.local_pops, 1);
@@ -328,7 +330,10 @@ int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
  * event only when this group has such a waiter, and never reads the group
  * after the decrement. */
 #define GROUP_WAITER ((int64_t)1 << 62)
-#define GROUP_COUNT (GROUP_WAITER - 1)
+/* A continuation (pool_job_after_group) waits in `cont` for the count to
+ * fall to zero. */
+#define GROUP_CONT ((int64_t)1 << 61)
+#define GROUP_COUNT (GROUP_CONT - 1)
 
 typedef struct ws_group {
   struct pool *pool;
@@ -336,6 +341,7 @@ typedef struct ws_group {
   uint64_t magic;
   ws_u32 waiting; /* debug checks: a pool_group_wait is running */
   ws_ctx unit;    /* the group as a unit of work (cancel.h) */
+  ws_ptr cont;    /* ws_job *: the continuation, while GROUP_CONT is set */
 } ws_group;
 
 _Static_assert(sizeof(ws_group) <= sizeof(pool_group_t), "pool_group_t too small");
@@ -361,6 +367,22 @@ static void group_done(ws_group *g, struct pool *p) {
    * clear the new one's entry, a missed report, never a false one). */
   if (WS_DEBUG && (old & GROUP_COUNT) == 1) ws_debug_busy_set(g, false);
   if ((old & GROUP_COUNT) != 1) return;
+  if (old & GROUP_CONT) {
+    /* The last child of a group with a continuation, which nobody waits
+     * for and which stays valid until the continuation is released (the
+     * contract of pool_job_after_group): end the round as a wait would,
+     * then let the continuation go. Relaxed: the registration stored it
+     * before its release CAS of the bit, which our decrement read. */
+    ws_job *j = ws_ptr_load(&g->cont, ws_relaxed);
+    int status = ws_ctx_take_result(&g->unit);
+    ws_ptr_store(&g->cont, NULL, ws_relaxed); /* free for the next one */
+    /* The bit is ours to clear (a spawn meanwhile counts in the next
+     * round); acq_rel: what the round did happens before whatever reuses
+     * the group after the continuation ran. After it, g is not touched. */
+    ws_i64_fetch_add(&g->pending, -GROUP_CONT, ws_acq_rel);
+    ws_job_release(j, status);
+    return;
+  }
   ws_latch_notify(p, WS_WAKE_WORKER | (old & GROUP_WAITER ? WS_WAKE_OUTSIDE : 0));
 }
 
@@ -384,7 +406,7 @@ static void child_exec(ws_task *t, ws_worker *w) {
   void *arg = c->arg;
   ws_group *g = c->group;
   ws_node_free(ws_node_of(c), &w->nodes);
-  ws__scope->ctx = &g->unit;
+  ws_scope_set_ctx(ws__scope, &g->unit);
   if (!child_run(g, fn, drop, arg, w)) pool__tls.tasks--; /* ws_run() counts a run */
   struct pool *p = g->pool;
   /* seq_cst (group_done): pairs with an outside waiter's registration
@@ -412,8 +434,33 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
   ws_i64_store(&g->pending, 0, ws_relaxed);
   ws_u32_store(&g->waiting, 0, ws_relaxed);
   ws_ctx_init(&g->unit, ws_ctx_current());
+  ws_ptr_store(&g->cont, NULL, ws_relaxed);
   g->magic = GROUP_TAG(g);
   return 0;
+}
+
+int pool_job_after_group(pool_job_t *pj, pool_group_t *pg) {
+  ws_job *j = ws_job_unstarted(pj);
+  if (!j || !pg) return EINVAL;
+  ws_group *g = (ws_group *)pg;
+  if (g->magic != GROUP_TAG(g)) return EINVAL;
+  /* The slot first: one registration at a time holds it (relaxed: only
+   * its value matters; the bit's CAS below publishes it). */
+  void *none = NULL;
+  if (!ws_ptr_cas(&g->cont, &none, j, ws_relaxed)) return EBUSY;
+  ws_job_hold(j);
+  int64_t v = ws_i64_load(&g->pending, ws_relaxed);
+  for (;;) {
+    if ((v & GROUP_COUNT) == 0) {
+      /* Nothing pending: the round ends here. */
+      ws_ptr_store(&g->cont, NULL, ws_relaxed);
+      ws_job_release(j, ws_ctx_take_result(&g->unit));
+      return 0;
+    }
+    /* Release: `cont` before the last child, which reads it after its
+     * decrement finds the bit. */
+    if (ws_i64_cas(&g->pending, &v, v | GROUP_CONT, ws_release)) return 0;
+  }
 }
 
 int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
@@ -447,7 +494,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
    * its run, which comes after this in happens-before. */
   int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
   if (WS_DEBUG && (had & GROUP_COUNT) == 0) ws_debug_busy_set(g, true);
-  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr);
+  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, false);
   if (rc == 0) {
     if (!inside) ws_leave(p);
     return 0;
@@ -474,6 +521,7 @@ int pool_group_wait(pool_group_t *pg) {
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_wait on a group never initialised");
   if (g->magic != GROUP_TAG(g)) return EINVAL;
   /* Relaxed: only a concurrent wait (the misuse) races with it. */
+  if (ws_i64_load(&g->pending, ws_relaxed) & GROUP_CONT) return EBUSY;
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");
   int rc = group_wait(g);
@@ -491,6 +539,21 @@ int pool_group_cancel(pool_group_t *pg) {
   if (g->magic != GROUP_TAG(g)) return EINVAL;
   ws_ctx_cancel(&g->unit);
   return 0;
+}
+
+int pool_isolate(pool_fn fn, void *arg) {
+  if (!fn) return EINVAL;
+  ws_ctx unit;
+  ws_ctx_init(&unit, ws_ctx_current());
+  unit.iso = true;
+  ws_scope s;
+  ws_scope_enter(&s, &unit);
+  /* A new floor even inside another isolation: an inner one's waits run
+   * only the inner one's work. */
+  ws_scope_isolate(&s);
+  fn(arg);
+  ws_scope_pop(&s);
+  return ws_ctx_result(&unit);
 }
 
 int pool_cancelled(void) {

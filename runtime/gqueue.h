@@ -36,9 +36,9 @@ typedef struct ws_gqueue {
   ws_gitem *ring;
   size_t cap, head, count; /* under lock */
   bool closed;             /* under lock */
-  /* Plain fn(arg) entries ever pushed: pool_submit's count of outside
-   * submissions (submit.c, "Completion accounting"). Written under the lock,
-   * read without it. */
+  /* Plain fn(arg) entries and counted tasks (jobs) ever pushed: the
+   * count of outside submissions (submit.c, "Completion accounting").
+   * Written under the lock, read without it. */
   ws_u64 fns_pushed;
   ws_u32 grown; /* 1 while the ring is worth trimming (gqueue.c): a hint */
   WS_ALIGNED ws_i64 size_hint;
@@ -48,8 +48,9 @@ int ws_gqueue_init(ws_gqueue *q);
 /* `owned`: false for a queue inherited across fork(), whose lock may be
  * held by a thread of the parent: only the ring is freed. */
 void ws_gqueue_destroy(ws_gqueue *q, bool owned);
-/* A runtime task: 0, ENOMEM, or ESHUTDOWN when the queue is closed. */
-int ws_gqueue_push_task(ws_gqueue *q, ws_task *task);
+/* A runtime task: 0, ENOMEM, or ESHUTDOWN when the queue is closed.
+ * `counted`: it counts in fns_pushed, as a submission (a job). */
+int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool counted);
 /* fn(args[i]) for i < n (fn(NULL) each when args is NULL), all or none:
  * 0, ENOMEM or ESHUTDOWN (when closed: these are always pool_submit's). */
 int ws_gqueue_push_fns(ws_gqueue *q, ws_fn fn, void *const *args, size_t n);

@@ -23,8 +23,14 @@ static bool holds(struct pool *p, const ws_latch *l, ws_order mo) {
   }
 }
 
-/* Its own deque always; foreign work only while its stack allows (7.3). */
-static ws_task *help_find(ws_worker *w, ws_worker *hint) {
+/* Its own deque always; foreign work only while its stack allows (7.3).
+ * Isolated (ws_isolation): its own deque from the floor up, nothing else. */
+static ws_task *help_find(ws_worker *w, ws_worker *hint, const ws_scope *iso) {
+  if (iso) {
+    ws_task *t = ws_pop_own_from(w, iso->floor);
+    if (t) ws_counter_add(&w->stats.local_pops, 1);
+    return t;
+  }
   return ws_may_help(w) ? ws_find_work(w, hint) : ws_find_own_work(w);
 }
 
@@ -58,10 +64,11 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
   /* For pool_dump_state: relaxed, read only by a diagnostic. Tasks run
    * while helping may wait in turn: the outer wait is restored after. */
   wait_note outer = note_get(w);
+  const ws_scope *iso = ws_isolation();
   note_set(w, (wait_note){WS_DOING_WAIT, l->kind,
                           l->kind == WS_LATCH_ZERO ? (void *)l->count : (void *)l->word, l->value});
   while (!holds(p, l, ws_acquire)) {
-    ws_task *t = help_find(w, hint);
+    ws_task *t = help_find(w, hint, iso);
     if (t) {
       ws_run(w, t);
       idle = 0;
@@ -89,8 +96,8 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
       ws_wait_cancel(s);
       break;
     }
-    t = help_find(w, hint);
-    if (t || (ws_may_help(w) && ws_global_maybe_nonempty(p))) {
+    t = help_find(w, hint, iso);
+    if (t || (!iso && ws_may_help(w) && ws_global_maybe_nonempty(p))) {
       /* Work, or a lane whose lock was held (ws_gqueue_pop_batch). */
       ws_wait_cancel(s);
       if (t) ws_run(w, t);
@@ -120,7 +127,7 @@ static void mark_waiter(const ws_latch *l, bool set) {
 }
 
 /* Any other thread blocks on the pool's event (sleep.h). */
-static void block(struct pool *p, const ws_latch *l) {
+void ws_latch_block(struct pool *p, const ws_latch *l) {
   if (holds(p, l, ws_seq_cst)) return;
   ws_event_prepare(&p->ext);
   bool flag = l->kind == WS_LATCH_ZERO && l->waiter_bit;
@@ -139,5 +146,5 @@ void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint) {
   if (w && w->pool == p)
     help(w, l, hint);
   else
-    block(p, l);
+    ws_latch_block(p, l);
 }

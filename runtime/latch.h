@@ -46,5 +46,7 @@ static inline void ws_latch_notify(struct pool *p, unsigned who) {
 /* Returns once `l` holds, with the completer's writes visible. A worker of
  * p helps meanwhile (from `hint` first, if given); other threads block. */
 void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint);
+/* The same without helping, on any thread: blocks on the pool's event. */
+void ws_latch_block(struct pool *p, const ws_latch *l);
 
 #endif /* WS_LATCH_H */

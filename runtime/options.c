@@ -68,6 +68,12 @@ static const ws_option_desc options[WS_OPT_COUNT] = {
                            .max = 0xffffffffu, .accepts = "a seed from 0 (off) to 4294967295",
                            .doc = "chaos builds (`-Dchaos=true`): the seed of every thread's "
                                   "random yields and spins (0: none)"},
+    /* -1, no value a count can have: 4 per worker (pool.c). */
+    [WS_OPT_STANDINS] = {.name = "WSPOOL_STANDINS", .kind = KIND_COUNT, .dflt = -1,
+                         .max = POOL_MAX_THREADS,
+                         .accepts = "a stand-in count from 0 (regions off) to 4096",
+                         .doc = "stand-in threads each pool may run at once for tasks blocked "
+                                "in a `pool_blocking_begin` region (unset: 4 per worker)"},
 };
 
 const ws_option_desc *ws_option_table(size_t *n) {

@@ -12,6 +12,7 @@ typedef enum ws_option_id {
   WS_OPT_VERBOSE, /* 1: each pool's placement on stderr at creation */
   WS_OPT_TRACE,   /* a path: the Chrome trace file */
   WS_OPT_CHAOS_SEED, /* the chaos build's seed (0: off) */
+  WS_OPT_STANDINS,   /* each pool's stand-in limit (-1 when unset: 4 per worker) */
   WS_OPT_COUNT
 } ws_option_id;
 

@@ -214,7 +214,7 @@ static void range_run(ws_worker *w, pf_range *r) {
 
 static void range_start_exec(ws_task *t, ws_worker *w) {
   pf_range *r = (pf_range *)((char *)t - offsetof(pf_range, start));
-  ws__scope->ctx = &r->job->unit;
+  ws_scope_set_ctx(ws__scope, &r->job->unit);
   range_run(w, r);
 }
 
@@ -244,7 +244,7 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
     range_release(r);
     return;
   }
-  ws__scope->ctx = &job->unit; /* items of a live job are ours now */
+  ws_scope_set_ctx(ws__scope, &job->unit); /* items of a live job are ours now */
   /* Items [lo, hi) of the victim are ours. Copy what we need, then let go of
    * the victim. */
   size_t nch = nchunks(r->n, job->cs), lo, hi, tmp;
@@ -350,7 +350,7 @@ static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, s
     }
     if (r && inside && ws_push(w, &r->start) == 0) continue;
     if (r && !inside) {
-      int rc = ws_push_global(p, &r->start);
+      int rc = ws_push_global(p, &r->start, false);
       if (rc == 0) {
         started = true;
         continue;

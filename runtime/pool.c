@@ -42,14 +42,7 @@ static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pool *free_pools;
 static bool atfork_registered;
 
-/* A worker thread: its stack bounds, name and start hook, the worker loop,
- * the stop hook. */
-static void *worker_main(void *arg) {
-  ws_worker *w = arg;
-  struct pool *p = w->pool;
-  ws_set_self(w);
-  ws_chaos_thread(w->id);
-
+void ws_worker_stack_bounds(ws_worker *w) {
   pthread_attr_t attr;
   void *lo = NULL;
   size_t size;
@@ -63,9 +56,18 @@ static void *worker_main(void *arg) {
     /* Unknown: the thread was created with cfg.stack_size bytes and this
      * frame is near its top. Counting 64 KiB of it as already used errs on
      * the side of helping less, never of overflowing. */
-    uintptr_t here = (uintptr_t)&attr, size_guess = p->cfg.stack_size;
+    uintptr_t here = (uintptr_t)&attr, size_guess = w->pool->cfg.stack_size;
     w->stack_lo = here > size_guess ? here - size_guess + (64u << 10) : 0;
   }
+}
+
+/* A worker thread: its stack bounds, name and start hook, the worker loop,
+ * the stop hook. */
+static void *worker_main(void *arg) {
+  ws_worker *w = arg;
+  ws_set_self(w);
+  ws_chaos_thread(w->id);
+  ws_worker_stack_bounds(w);
   bool begun = ws_worker_begin(w); /* name, start hook (hooks.c) */
   ws_worker_loop(w);
   ws_worker_end(w, begun); /* stop hook (hooks.c) */
@@ -73,7 +75,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static void free_worker(struct pool *p, ws_worker *w) {
+void ws_worker_free(struct pool *p, ws_worker *w) {
   if (!w) return;
   ws_submit_drop_open(w);
   ws_deque_destroy(&w->dq);
@@ -122,9 +124,20 @@ static struct pool *new_pool_struct(void) {
 static void free_pool(struct pool *p, bool forked) {
   ws_u32_store(&p->dumpable, 0, ws_seq_cst);
   if (p->workers) {
-    for (unsigned i = 0; i < p->nthreads; i++) free_worker(p, p->workers[i]);
+    for (unsigned i = 0; i < p->nthreads; i++) ws_worker_free(p, p->workers[i]);
     free(p->workers);
   }
+  /* Stand-ins (docs/design.md 5.9): every thread joined, or none here
+   * (forked). */
+  ws_worker **slots = ws_ptr_load(&p->standins, ws_relaxed);
+  for (unsigned k = 0, ns = ws_u32_load(&p->nstandins, ws_relaxed); k < ns; k++)
+    ws_worker_free(p, slots[k]);
+  free(slots);
+  ws_ptr_store(&p->standins, NULL, ws_relaxed);
+  ws_u32_store(&p->nstandins, 0, ws_relaxed);
+  /* A forked child's copy may be held by a parent's thread: not destroyed
+   * (the struct's reuse initialises it again). */
+  if (!forked) pthread_mutex_destroy(&p->standin_lock);
   ws_placement_free(p);
   for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_destroy(&p->gq[l], !forked);
   recycle_pool(p);
@@ -133,14 +146,15 @@ static void free_pool(struct pool *p, bool forked) {
 /* One allocation per worker, on its NUMA node (ws_placement_alloc): the
  * worker struct, the first array of its deque and its private frame array,
  * the memory its owner touches on every task. What grows later is
- * allocated by the (bound) worker itself, so first touch keeps it local. */
-static int new_worker(struct pool *p, unsigned i) {
+ * allocated by the (bound) worker itself, so first touch keeps it local.
+ * Stand-ins (ids from nthreads) are built here too, with no node. */
+ws_worker *ws_worker_build(struct pool *p, unsigned i) {
   size_t head = (sizeof(ws_worker) + WS_CACHELINE - 1) / WS_CACHELINE * WS_CACHELINE;
   size_t ring = (ws_deque_array_bytes(DEQUE_LOG_SIZE) + WS_CACHELINE - 1) / WS_CACHELINE * WS_CACHELINE;
   size_t priv = (PRIV_INITIAL + 1) * sizeof(ws_task *); /* + the marker slot */
   size_t size = head + ring + priv;
   char *mem = ws_placement_alloc(p, i, size);
-  if (!mem) return ENOMEM;
+  if (!mem) return NULL;
   ws_worker *w = (ws_worker *)mem;
   memset(w, 0, sizeof(*w));
   w->mem = mem;
@@ -157,24 +171,46 @@ static int new_worker(struct pool *p, unsigned i) {
   ws_ptr_store(&w->limitp, &w->limit_parked, ws_relaxed);
   w->priv_block = w->priv_embedded = (ws_task **)(mem + head + ring);
   ws_priv_init(w, w->priv_block, PRIV_INITIAL);
-  p->workers[i] = w;
-  return 0;
+  return w;
 }
 
-/* Stop and join the workers that started; used by destroy and by a failed
- * create. */
+static int new_worker(struct pool *p, unsigned i) {
+  p->workers[i] = ws_worker_build(p, i);
+  return p->workers[i] ? 0 : ENOMEM;
+}
+
+/* Stop and join the workers and stand-ins that started; used by destroy
+ * and by a failed create. */
 static void stop_workers(struct pool *p) {
+  /* No stand-in starts or parks after this (docs/design.md 5.9); the
+   * count and slots read under the lock are final. */
+  pthread_mutex_lock(&p->standin_lock);
+  p->standin_closing = true;
+  unsigned ns = ws_u32_load(&p->nstandins, ws_relaxed);
+  ws_worker **slots = ws_ptr_load(&p->standins, ws_relaxed);
+  pthread_mutex_unlock(&p->standin_lock);
   /* No thread starts after this: the workers wait for this many to have
    * stopped before any ends (worker.c). Read after they see `stop`. */
   p->nstarted = 0;
   for (unsigned i = 0; i < p->nthreads; i++)
     if (p->workers[i] && p->workers[i]->started) p->nstarted++;
+  for (unsigned k = 0; k < ns; k++) p->nstarted += slots[k]->started;
   ws_u32_store(&p->stop, 1, ws_seq_cst);
   ws_sleep_wake_all(&p->sleep);
+  /* Parked stand-ins go through the loop's exit, and its barrier, too.
+   * Release: pairs with the parked thread's acquire load (worker.c); it
+   * then sees `stop`, and `standin_closing` under the lock. */
+  for (unsigned k = 0; k < ns; k++) {
+    if (!slots[k]->started) continue;
+    ws_u32_store(&slots[k]->park, 0, ws_release);
+    ws_futex_wake(&slots[k]->park, 1);
+  }
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
     if (w && w->started) pthread_join(w->thread, NULL);
   }
+  for (unsigned k = 0; k < ns; k++)
+    if (slots[k]->started) pthread_join(slots[k]->thread, NULL);
 }
 
 /* The configuration a pool is created with: the caller's (NULL: the
@@ -214,6 +250,13 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
   }
   ws_sleep_init(&p->sleep);
   ws_event_init(&p->ext);
+  /* Stand-ins (docs/design.md 5.9): none yet (the struct is zeroed), and
+   * the limit from WSPOOL_STANDINS, else 4 per worker. */
+  pthread_mutex_init(&p->standin_lock, NULL);
+  long lim = ws_option_long(WS_OPT_STANDINS);
+  if (lim < 0) lim = 4l * (long)p->nthreads;
+  ws_u32_store(&p->standin_limit, (uint32_t)(lim < POOL_MAX_THREADS ? lim : POOL_MAX_THREADS),
+               ws_relaxed);
   ws_u32_store(&p->stop, 0, ws_relaxed);
   ws_u32_store(&p->stopped, 0, ws_relaxed);
   p->workers = calloc(p->nthreads, sizeof(ws_worker *));
@@ -487,6 +530,7 @@ pool_t *pool_current(void) {
   return w ? w->pool : NULL;
 }
 
+/* Workers 0 .. nthreads-1, then stand-ins (standin.c) from nthreads. */
 int pool_worker_id(void) {
   ws_worker *w = ws_self();
   return w ? (int)w->id : -1;
@@ -593,6 +637,7 @@ const char *pool_strerror(int err) {
   case EOWNERDEAD: return "the pool belongs to the parent process (inherited across fork)";
   case ECANCELED: return "the work was cancelled";
   case EALREADY: return "the work had already failed or been cancelled";
+  case EINPROGRESS: return "the job has not completed yet";
   default: return "unknown error";
   }
 }

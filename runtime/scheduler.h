@@ -98,11 +98,18 @@ typedef struct ws_worker {
   ws_ptr wait_word;
   ws_u64 wait_value;
 
+  /* ---- Blocking regions and stand-ins (docs/design.md 5.9) ---- */
+  bool standin;         /* set before its thread starts; read-only after */
+  unsigned block_depth; /* owner only: regions the running task is inside */
+  /* A stand-in's futex word: 1 while parked, 0 while awake; written under
+   * the pool's standin_lock, and by destroy once `standin_closing`. */
+  ws_u32 park;
+
   /* ---- The owner's free list, and a stack other threads push onto ---- */
   ws_node_cache nodes;
 } ws_worker;
 
-enum { WS_DOING_WORK, WS_DOING_SLEEP, WS_DOING_WAIT };
+enum { WS_DOING_WORK, WS_DOING_SLEEP, WS_DOING_WAIT, WS_DOING_PARKED /* a stand-in */ };
 
 /* The entry gate (pool.c, api.h; docs/design.md 10.1 "The entry gate"):
  * the count of outside calls inside the pool, and WS_GATE_CLOSED once
@@ -134,11 +141,27 @@ struct pool {
   unsigned nstarted;            /* threads started; set before `stop` */
   unsigned nthreads;
   ws_worker **workers;
+  /* Stand-ins (standin.c; docs/design.md 5.9): slots [0, nstandins) of the
+   * array `standins` (ws_worker **, POOL_MAX_THREADS slots, allocated at
+   * the first stand-in, never moved) hold built stand-in workers, of ids
+   * nthreads + k. nstandins is release-stored once a slot is filled; it is
+   * read by every steal round, so it sits here, beside `workers`, on a line
+   * rarely written. */
+  ws_u32 nstandins;
+  ws_ptr standins;
   pool_config_t cfg;
   bool is_default;
   struct ws_placement *placement;
   unsigned trace_pid; /* this pool's process track in the trace */
   ws_hooks hooks;     /* worker hooks and thread names (hooks.c) */
+  /* Blocking regions (5.9), written at every region's begin and end: a
+   * line of their own. `active` and stand-ins' `park` change only under
+   * standin_lock; `standin_closing` is read and written only under it. */
+  WS_ALIGNED ws_u32 blocked; /* threads of the pool inside an outermost region */
+  ws_u32 active;             /* stand-ins awake (not parked) */
+  ws_u32 standin_limit;      /* pool_set_standin_limit() */
+  bool standin_closing;      /* destroy: no stand-in starts or parks any more */
+  pthread_mutex_t standin_lock;
 };
 
 /* The calling thread's worker, NULL outside every pool. Initial-exec TLS:
@@ -177,8 +200,31 @@ static inline uint64_t ws_priv_pos(void) {
   return w ? ws_priv_pos_of(w) : 0;
 }
 
+/* Isolation (pool_isolate; docs/design.md 7.5). Starts an isolated
+ * computation's floor at scope s, the calling thread's innermost, when
+ * that thread is a worker (split.c). */
+void ws_scope_isolate(ws_scope *s);
+/* The calling thread's innermost scope when it is inside an isolated
+ * computation on a worker, else NULL: then its waits run only tasks from
+ * s->floor up of its own deque, and what it submits goes to the global
+ * queue. */
+static inline ws_scope *ws_isolation(void) {
+  ws_scope *s = ws__scope;
+  return s && s->floor != WS_NO_FLOOR ? s : NULL;
+}
+/* Make c the unit of scope s, the thread's innermost: a task of an
+ * isolated computation that starts on a thread not yet isolated starts a
+ * floor there. */
+static inline void ws_scope_set_ctx(ws_scope *s, ws_ctx *c) {
+  s->ctx = c;
+  if (__builtin_expect(c && c->iso && s->floor == WS_NO_FLOOR, 0)) ws_scope_isolate(s);
+}
+
 /* Enter unit c on the calling thread for the scope s (cancel.h). */
-static inline void ws_scope_enter(ws_scope *s, ws_ctx *c) { ws_scope_push(s, c, ws_priv_pos()); }
+static inline void ws_scope_enter(ws_scope *s, ws_ctx *c) {
+  ws_scope_push(s, NULL, ws_priv_pos());
+  ws_scope_set_ctx(s, c);
+}
 
 /* Runs a task on worker w, the calling thread's own, in a scope of its
  * own whose unit the task's exec sets (ws__scope->ctx; none for a
@@ -188,9 +234,11 @@ static inline void ws_scope_enter(ws_scope *s, ws_ctx *c) { ws_scope_push(s, c, 
  * itself. */
 static inline void ws_run(ws_worker *w, ws_task *t) {
   ws_scope s;
+  unsigned depth = w->block_depth; /* debug builds: regions balance (5.9) */
   ws_scope_push(&s, NULL, ws_priv_pos_of(w));
   t->exec(t, w);
   ws_scope_pop(&s);
+  WS_MISUSE_IF(w->block_depth != depth, "a task returned inside its pool_blocking_begin() region");
   uint64_t inlined = pool__tls.tasks;
   pool__tls.tasks = 0;
   ws_counter_add(&w->stats.tasks, 1 + inlined);
@@ -236,6 +284,38 @@ bool ws_submits_idle(struct pool *p);
  * the pool stops and nothing is left to run. */
 void ws_worker_loop(ws_worker *w);
 
+/* Stand-in slots filled so far (docs/design.md 5.9); 0 for a pool that
+ * never had one, at the cost of one relaxed load. Acquire when non-zero:
+ * pairs with the release store after the slot was filled, so the slots
+ * below the count, and the array pointer, are complete. */
+static inline unsigned ws_standins_count(struct pool *p) {
+  if (ws_u32_load(&p->nstandins, ws_relaxed) == 0) return 0;
+  return ws_u32_load(&p->nstandins, ws_acquire);
+}
+/* Slot k < ws_standins_count(p): a slot is written once, before the count
+ * covers it; the array pointer before the first (ordered by that acquire). */
+static inline ws_worker *ws_standin_at(struct pool *p, unsigned k) {
+  ws_worker **slots = ws_ptr_load(&p->standins, ws_relaxed);
+  return slots[k];
+}
+/* The stand-ins' part of ws_submits_idle's sums (submit.c): their
+ * `finished` (seq_cst, as the workers') and their `submitted` (relaxed),
+ * read in that order with the workers' (finished first, then submitted).
+ * A stand-in that appears between the two reads adds submissions only,
+ * which keeps "every finish read has its submission read". */
+static inline uint64_t ws_standins_finished(struct pool *p) {
+  uint64_t n = 0;
+  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
+    n += ws_u64_load(&ws_standin_at(p, k)->finished, ws_seq_cst);
+  return n;
+}
+static inline uint64_t ws_standins_submitted(struct pool *p) {
+  uint64_t n = 0;
+  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
+    n += ws_u64_load(&ws_standin_at(p, k)->submitted, ws_relaxed);
+  return n;
+}
+
 /* The calling thread's lane (WS_LANES), given out round-robin at its
  * first use, so that threads that start together get different lanes. */
 extern __thread unsigned ws__lane; /* lane + 1; 0: none yet */
@@ -264,8 +344,15 @@ enum { WS_BATCH_CAP = 62 };
 ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n);
 
 /* Put a runtime task on the pool's global queue, the caller's lane
- * (outside threads). */
-int ws_push_global(struct pool *p, ws_task *t);
+ * (outside threads); `counted`: as a submission (a job), which its run
+ * counts finished (ws_submit_finished). */
+int ws_push_global(struct pool *p, ws_task *t, bool counted);
+
+/* Owner only: count n submissions from worker w (its own pool's) before
+ * they can run. */
+static inline void ws_submit_count(ws_worker *w, int64_t n) {
+  ws_u64_store(&w->submitted, ws_u64_load(&w->submitted, ws_relaxed) + (uint64_t)n, ws_relaxed);
+}
 
 /* pool_submit from a worker of the pool (w, the caller's): one task into
  * its open batch, on its own deque. 0 or ENOMEM. */

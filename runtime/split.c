@@ -71,7 +71,7 @@ void ws_frame_exec(ws_task *t, ws_worker *w) {
   ws_frame *f = (ws_frame *)t;
   WS_ASSERT(ws_u32_load(&f->state, ws_relaxed) == frame_state(f, FRAME_SPAWNED));
   ws_ptr_store(&f->thief, w, ws_relaxed);
-  ws__scope->ctx = f->ctx; /* never skipped: its sync uses what it computes */
+  ws_scope_set_ctx(ws__scope, f->ctx); /* never skipped: its sync uses what it computes */
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
   ws_trace_task(w, (ws_fnptr)f->fn, t0);
@@ -130,6 +130,17 @@ void ws_ask_publish(ws_worker *v) {
   uintptr_t *limit = ws_ptr_load(&v->limitp, ws_acquire);
   /* Test first so idle thieves do not keep the line bouncing. */
   if (ws_abi_load(limit, ws_seq_cst) != 0) ws_abi_store(limit, 0, ws_seq_cst);
+}
+
+/* The floor of an isolated computation entered on this thread at scope s
+ * (design.md 7.5): the deque index its first task lands at, i.e. past
+ * the deque and the private frames not yet published (which a later push
+ * publishes first, below it). */
+void ws_scope_isolate(ws_scope *s) {
+  ws_worker *w = ws_self();
+  if (!w) return; /* a thread of no pool blocks in its waits */
+  /* Relaxed: only this thread (the owner) writes bottom. */
+  s->floor = ws_i64_load(&w->dq.bottom, ws_relaxed) + (int64_t)(ws_top() - w->priv_lo);
 }
 
 void ws_publish(ws_worker *w, size_t n) {

@@ -33,6 +33,13 @@ static inline ws_task *ws_pop_own(ws_worker *w) {
   return t;
 }
 
+/* The owner's pop of its tasks at index `floor` or above only: an
+ * isolated wait's (ws_isolation). Relaxed: only the owner writes bottom. */
+static inline ws_task *ws_pop_own_from(ws_worker *w, int64_t floor) {
+  if (ws_i64_load(&w->dq.bottom, ws_relaxed) <= floor) return NULL;
+  return ws_pop_own(w);
+}
+
 /* Push a task on w's deque and tell sleepers; w is the caller's worker.
  * ENOMEM if the deque can't grow.
  * Private frames are newer than every public task, so they are published

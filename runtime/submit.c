@@ -34,21 +34,20 @@ bool ws_submits_idle(struct pool *p) {
    * loads see its `finished`. */
   uint64_t finished = 0;
   for (unsigned i = 0; i < p->nthreads; i++) finished += ws_u64_load(&p->workers[i]->finished, ws_seq_cst);
+  /* Stand-ins (design.md 5.9) run and submit tasks too; one started after
+   * this read counts only submissions we may read next (not idle: safe). */
+  finished += ws_standins_finished(p);
   uint64_t submitted = 0;
   for (unsigned l = 0; l < WS_LANES; l++) submitted += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
   for (unsigned i = 0; i < p->nthreads; i++) submitted += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
+  submitted += ws_standins_submitted(p);
   return submitted == finished;
-}
-
-/* Owner only: count n submissions from worker w before they can run. */
-static void count_submitted(ws_worker *w, int64_t n) {
-  ws_u64_store(&w->submitted, ws_u64_load(&w->submitted, ws_relaxed) + (uint64_t)n, ws_relaxed);
 }
 
 /* A submission counted by w that did not happen after all: the count goes
  * back, and a waiter that saw it is told when w next runs out of work. */
 static void uncount_submitted(ws_worker *w, int64_t n) {
-  count_submitted(w, -n);
+  ws_submit_count(w, -n);
   w->announce_idle = true;
 }
 
@@ -279,11 +278,23 @@ void ws_submit_drop_open(ws_worker *w) {
   batch_release(b);
 }
 
+/* Inside an isolated computation (design.md 7.5) a submission goes to
+ * the global queue, where isolated waits do not look (nothing waits for
+ * it there); once destroy closed it, onto the deque after all. 1 for
+ * "not taken". */
+static int submit_isolated(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
+  int rc = ws_submit_outside(w->pool, fn, args, n);
+  return rc == ESHUTDOWN ? 1 : rc;
+}
+
 /* From a worker of the pool: append to its open batch, or start a new one.
  * Counted before the entry is published, so no waiter sees it finish first
  * (the CAS is a release, after the count). */
 int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
-  count_submitted(w, 1);
+  int rc;
+  if (__builtin_expect(ws_isolation() != NULL, 0) && (rc = submit_isolated(w, fn, &arg, 1)) != 1)
+    return rc;
+  ws_submit_count(w, 1);
   submit_batch *b = w->open_batch;
   if (b) {
     uint32_t i = w->open_n;
@@ -314,6 +325,8 @@ int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   enum { CHUNK = 64 };
   if (n == 1) return ws_submit_one_inside(w, fn, args ? args[0] : NULL);
+  int rc;
+  if (ws_isolation() && (rc = submit_isolated(w, fn, args, n)) != 1) return rc;
   size_t nb = (n + WS_BATCH_CAP - 1) / WS_BATCH_CAP;
   ws_task *one[CHUNK];
   ws_task **bs = nb <= CHUNK ? one : malloc(nb * sizeof(*bs));
@@ -326,9 +339,9 @@ int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
     bs[made] = &b->hdr;
   }
   size_t priv = (size_t)(ws_top() - w->priv_lo);
-  int rc = made < nb ? ENOMEM : ws_deque_reserve(&w->dq, (int64_t)(nb + priv));
+  rc = made < nb ? ENOMEM : ws_deque_reserve(&w->dq, (int64_t)(nb + priv));
   if (rc == 0) {
-    count_submitted(w, (int64_t)n);
+    ws_submit_count(w, (int64_t)n);
     rc = ws_push_n(w, bs, nb);
     WS_ASSERT(rc == 0); /* room was reserved, private frames included */
   } else {
@@ -356,8 +369,8 @@ int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n) {
   return rc;
 }
 
-int ws_push_global(struct pool *p, ws_task *t) {
-  int rc = ws_gqueue_push_task(&p->gq[ws_lane()], t);
+int ws_push_global(struct pool *p, ws_task *t, bool counted) {
+  int rc = ws_gqueue_push_task(&p->gq[ws_lane()], t, counted);
   if (rc == 0) ws_sleep_notify(&p->sleep);
   return rc;
 }

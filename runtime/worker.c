@@ -13,6 +13,7 @@
  * sleeps (sleep.h). */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 
@@ -170,6 +171,19 @@ static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
     }
     lo = hi;
   }
+  /* Then the stand-ins (docs/design.md 5.9), which push what their tasks
+   * spawn and submit, and keep what they held when they parked: one relaxed
+   * load while the pool has none. */
+  unsigned ns = ws_standins_count(p);
+  if (ns) {
+    unsigned start = next_rand(w) % ns;
+    for (unsigned k = 0; k < ns; k++) {
+      ws_worker *v = ws_standin_at(p, (start + k) % ns);
+      if (v == w || v == hint) continue;
+      ws_task *t = steal_from(w, v);
+      if (t) return t;
+    }
+  }
   return NULL;
 }
 
@@ -224,13 +238,18 @@ static bool work_visible(void *ctx) {
   if (ws_global_maybe_nonempty(p)) return true;
   for (unsigned i = 0; i < p->nthreads; i++)
     if (ws_deque_size_hint(&p->workers[i]->dq) > 0) return true;
+  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
+    if (ws_deque_size_hint(&ws_standin_at(p, k)->dq) > 0) return true;
   return false;
 }
 
 static void idle_sleep(struct pool *p, uint32_t e) {
   bool grown = false;
   for (unsigned l = 0; l < WS_LANES; l++) grown |= ws_gqueue_grown(&p->gq[l]);
-  if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < p->nthreads) {
+  /* The last to sleep: awake stand-ins sleep here too (5.9). Relaxed: a
+   * hint; a wrong guess trims early (a ring grows again) or not at all. */
+  uint32_t threads = p->nthreads + ws_u32_load(&p->active, ws_relaxed);
+  if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < threads) {
     ws_sleep_commit(&p->sleep, e, 0, work_visible, p);
     return;
   }
@@ -249,16 +268,67 @@ static ws_task *idle_search(ws_worker *w) {
   return NULL;
 }
 
+/* Stand-ins (docs/design.md 5.9, where the argument is). A stand-in is
+ * surplus when more are awake than threads are blocked in regions, or than
+ * the limit allows. Relaxed: a hint, checked again under the lock; a stale
+ * value keeps a stand-in awake one task or one idle search longer. */
+static bool standin_surplus(struct pool *p) {
+  uint32_t a = ws_u32_load(&p->active, ws_relaxed);
+  return a > ws_u32_load(&p->blocked, ws_relaxed) || a > ws_u32_load(&p->standin_limit, ws_relaxed);
+}
+
+/* A surplus stand-in, between tasks, parks until a region wakes it or the
+ * pool stops. What its deque holds stays there for thieves (steal_round
+ * looks at every stand-in); its open submit batch is let go. False when it
+ * did not park: still needed after all, or the pool is closing (then it
+ * leaves through the loop's stop check, as a worker). */
+static bool standin_park(ws_worker *w) {
+  struct pool *p = w->pool;
+  bool park = false;
+  pthread_mutex_lock(&p->standin_lock);
+  uint32_t a = ws_u32_load(&p->active, ws_relaxed); /* exact: written under the lock */
+  uint32_t lim = ws_u32_load(&p->standin_limit, ws_relaxed);
+  if (!p->standin_closing && a > 0) {
+    /* Dekker's pattern with pool_blocking_begin (blocked += 1, then load
+     * active), all seq_cst: our store of the decrement, then our load of
+     * `blocked`. Whichever comes later in S sees the other: we see the new
+     * region and stay, or it sees the decrement and wakes a stand-in. */
+    ws_u32_store(&p->active, a - 1, ws_seq_cst);
+    uint32_t b = ws_u32_load(&p->blocked, ws_seq_cst);
+    park = a - 1 >= b || a - 1 >= lim; /* the others cover every region */
+    if (park)
+      ws_u32_store(&w->park, 1, ws_relaxed); /* read by its owner, and under the lock */
+    else
+      ws_u32_store(&p->active, a, ws_relaxed); /* still needed; nothing to publish */
+  }
+  pthread_mutex_unlock(&p->standin_lock);
+  if (!park) return false;
+  ws_submit_drop_open(w);
+  /* Tell outside waiters about the submitted tasks it finished, as a
+   * worker does once it finds nothing (a parked stand-in never does). */
+  nothing_found(w);
+  ws_u32_store(&w->doing, WS_DOING_PARKED, ws_relaxed); /* for pool_dump_state */
+  /* Acquire: pairs with the release store of 0 by whoever woke us (a
+   * region's begin, or destroy after `stop`). */
+  while (ws_u32_load(&w->park, ws_acquire) != 0) ws_futex_wait(&w->park, 1);
+  ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
+  return true;
+}
+
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
 
   for (;;) {
+    /* After each task: a stand-in no region needs any more parks. */
+    if (w->standin && standin_surplus(p)) standin_park(w);
     ws_task *t = find_work(w, NULL, true);
     if (!t) t = idle_search(w);
     if (t) {
       ws_run(w, t);
       continue;
     }
+    /* Park rather than sleep here (an awake stand-in sleeps as a worker). */
+    if (w->standin && standin_surplus(p) && standin_park(w)) continue;
     uint32_t e = ws_sleep_prepare(&p->sleep);
     t = ws_find_work(w, NULL);
     if (t) {

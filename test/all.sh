@@ -32,7 +32,7 @@ mkdir -p "$root/build-test"
 configs=${WSPOOL_CONFIGS:-"release tsan asan ao debug degraded chaos clang clang-tsan lto aarch64"}
 chaos_tests="deque fence submit submit_batch wakeup destroy destroy_waiters fj_compute fj_sync_order
   fj_outside fj_sync_outside fj_group fj_deep fj_publish fj_take fj_wait_sleep fj_tree_orders
-  fault_destroy_race cancel_group cancel_nested cancel_loop"
+  fault_destroy_race cancel_group cancel_nested cancel_loop job_outcome blocking_run blocking_destroy"
 passed=0 failed=0 skipped=0
 
 opts_for() {

@@ -43,10 +43,48 @@
  *    once (stolen: waited for, its own exception dropped), f's exception
  *    comes out; from outside the pool (pool_join) too;
  *    is_cancelled: false in main, in a plain task and in a submitted task,
- *    true in a cancelled group's task and in both halves of a join it runs.
+ *    true in a cancelled group's task and in both halves of a join it runs;
+ *  - isolate: f's result (value, move-only, reference, void) from main and
+ *    on pools of 1 and 3; f's exception and those of a loop, a group, a
+ *    join and a nested isolate inside it come out; a C failure is
+ *    wspool::error(EIO); nested in a cancelled group it throws
+ *    wspool::error(ECANCELED) after f ran, unless f threw; while f runs on a
+ *    worker, no unrelated task (submitted, or queued on that worker before)
+ *    runs on it, whatever the schedule;
+ *  - blocking: regions outside a pool do nothing; the stand-in limit set,
+ *    read (also from a task, free functions) and refused above
+ *    POOL_MAX_THREADS; on a one-worker pool a task blocked in a region (the
+ *    outer of three nested ones, the inner ones ended) or in blocking(f)
+ *    gets the task queued behind it run by a stand-in; with limit 0 that
+ *    task cannot run meanwhile; blocking(f) returns f's result, its
+ *    exception passes;
+ *  - job_order: a logical clock stamps each job's start and end; chains of
+ *    211 jobs started forward, backward and scattered, a diamond started
+ *    successors first, a fan-out/fan-in of 100 (past the two inline edges),
+ *    on pools of 1 and 3: every job ran once, after every predecessor's
+ *    end; jobs on the default pool, across pools, after a complete job, made
+ *    and waited inside a task; misuse (after itself, after or start once
+ *    started) is wspool::error(EINVAL);
+ *  - job_exceptions: wait() rethrows a job's exception every time, from two
+ *    threads; in a chain and a diamond the jobs after the thrower are
+ *    skipped (wspool::error(ECANCELED)) and the others run; a C failure
+ *    travels down as wspool::error(EIO) and the exception after it is
+ *    dropped; cancel() before the start skips the chain, while running it
+ *    is seen by is_cancelled() and the exception after it is dropped; a job
+ *    made in a cancelled group's task is not cancelled;
+ *  - job_destroy: the destructor waits for a started job (and drops its
+ *    exception); jobs never started, alone or in a graph abandoned by an
+ *    exception (declared in either order), are dropped without running or
+ *    touching the pool (its skipped count unchanged); a never-started
+ *    predecessor of a started job, or a never-started job whose C handle a
+ *    C job was put after, is cancelled and started so that the successor
+ *    is skipped with ECANCELED; a never-started job put after a running one
+ *    waits for it; the callable is copied once and destroyed with the job,
+ *    run or not, inline or on the heap, and a small one is not allocated.
  * Cases: join, join_exceptions, parallel_for, reduce, group, submit,
  * errors, no_allocation, group_exception, group_cancel, nested_cancel,
- * parallel_for_cancel, join_cancel, is_cancelled. */
+ * parallel_for_cancel, join_cancel, is_cancelled, isolate, blocking,
+ * job_order, job_exceptions, job_destroy. */
 #include <wspool.hpp>
 
 #include <atomic>
@@ -55,6 +93,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -754,6 +794,611 @@ static void case_is_cancelled() {
   CHECK(!wspool::is_cancelled());
 }
 
+/* The errno of the wspool::error `f` throws, -1 for none, -2 for another
+ * exception. */
+template <class F>
+static int code_of(F &&f) {
+  try {
+    f();
+  } catch (const wspool::error &e) {
+    return e.code();
+  } catch (...) {
+    return -2;
+  }
+  return -1;
+}
+
+/* Set on a thread while it runs an isolated computation's `f` (saved and
+ * restored, as isolations nest). */
+static thread_local bool t_isolated = false;
+
+static void test_isolate(wspool::pool &p) {
+  /* on a worker: the result, and the exceptions of f, of a loop, a group
+   * and a join inside it */
+  long r = 0;
+  p.join([&] { r = wspool::isolate([] { return fib(18); }); }, [] {});
+  CHECK_EQ(r, fib_seq(18));
+  int who = 0;
+  p.join([&] { who = thrown_by([] { (void)wspool::isolate([]() -> int { throw boom(2); }); }); },
+         [] {});
+  CHECK_EQ(who, 2);
+  p.join(
+      [&] {
+        who = thrown_by([] {
+          wspool::isolate([] {
+            wspool::parallel_for(0, 1000, [](int i) {
+              if (i == 500) throw boom(3);
+            });
+          });
+        });
+      },
+      [] {});
+  CHECK_EQ(who, 3);
+  who = thrown_by([&] {
+    wspool::isolate([&] {
+      wspool::task_group g(p);
+      for (int i = 0; i < 100; i++) g.run([i] { if (i == 40) throw boom(4); });
+      (void)g.wait();
+    });
+  });
+  CHECK_EQ(who, 4);
+  p.join(
+      [&] {
+        who = thrown_by([] {
+          wspool::isolate([] { wspool::join([] { (void)fib(10); }, [] { throw boom(5); }); });
+        });
+      },
+      [] {});
+  CHECK_EQ(who, 5);
+  /* nested isolations, the inner one's exception through the outer */
+  p.join(
+      [&] {
+        who = thrown_by([] {
+          wspool::isolate([] {
+            (void)wspool::isolate([] { return fib(8); });
+            wspool::isolate([] { throw boom(6); });
+          });
+        });
+      },
+      [] {});
+  CHECK_EQ(who, 6);
+  /* a C failure of f: wspool::error(EIO), through the join that ran it */
+  CHECK_EQ(code_of([&] {
+             p.join([] { wspool::isolate([] { CHECK_EQ(pool_fail(EIO), 0); }); }, [] {});
+           }),
+           EIO);
+}
+
+/* While f runs on a worker, that worker runs nothing from outside it:
+ * unrelated tasks (submitted from main, and group tasks queued before the
+ * isolation on the very worker) check the flag of the thread they run on,
+ * while isolated loops wait for their stolen pieces. */
+static void test_isolation(wspool::pool &p) {
+  std::atomic<long> violations{0}, unrelated{0}, pieces{0};
+  auto unrelated_task = [&] {
+    if (t_isolated) violations++;
+    unrelated++;
+  };
+  wspool::task_group outer(p);
+  for (int k = 0; k < 6; k++)
+    outer.run([&] {
+      if (t_isolated) violations++;
+      for (int i = 0; i < 50; i++) outer.run(unrelated_task);
+      for (int rep = 0; rep < 10; rep++) {
+        long got = wspool::isolate([&] {
+          bool saved = t_isolated;
+          t_isolated = true;
+          long s = wspool::parallel_reduce(
+              0, 64, 0L,
+              [&](long a, int i) {
+                pieces++;
+                return a + fib(12) - fib_seq(12) + i;
+              },
+              [](long a, long b) { return a + b; }, 1);
+          t_isolated = saved;
+          return s;
+        });
+        CHECK_EQ(got, 64L * 63 / 2);
+      }
+    });
+  for (int i = 0; i < 2000; i++) p.submit(unrelated_task);
+  CHECK(outer.wait());
+  p.wait_idle();
+  CHECK_EQ(violations.load(), 0);
+  CHECK_EQ(unrelated.load(), 6 * 50 + 2000);
+  CHECK_EQ(pieces.load(), 6 * 10 * 64);
+}
+
+static void case_isolate() {
+  /* from main (no pool): results of every kind */
+  CHECK_EQ(wspool::isolate([] { return 42; }), 42);
+  std::unique_ptr<int> up = wspool::isolate([] { return std::make_unique<int>(7); });
+  CHECK_EQ(*up, 7);
+  int x = 1;
+  int &rx = wspool::isolate([&x]() -> int & { return x; });
+  CHECK(&rx == &x);
+  int calls = 0;
+  wspool::isolate([&calls] { calls++; });
+  CHECK_EQ(calls, 1);
+  CHECK_EQ(thrown_by([] { wspool::isolate([] { throw boom(1); }); }), 1);
+  CHECK_EQ(code_of([] { wspool::isolate([] { CHECK_EQ(pool_fail(EIO), 0); }); }), EIO);
+  CHECK_EQ(thrown_by([] { wspool::isolate([] { (void)fib(12); }); }), -1);
+  wspool::pool one(1), three(3);
+  test_isolate(one);
+  test_isolate(three);
+  test_isolation(three);
+  /* nested in a cancelled group: wspool::error(ECANCELED) once f returned
+   * (f itself runs); f's own exception wins */
+  wspool::task_group g(three);
+  std::atomic<bool> started{false};
+  std::atomic<int> iso_code{0}, iso_ran{0}, iso_who{0};
+  g.run([&] {
+    started = true;
+    (void)spin_until(cancelled);
+    iso_code = code_of([&] { wspool::isolate([&] { iso_ran++; }); });
+    iso_who = thrown_by([] { wspool::isolate([] { throw boom(9); }); });
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  g.cancel();
+  CHECK(!g.wait());
+  CHECK_EQ(iso_ran.load(), 1);
+  CHECK_EQ(iso_code.load(), ECANCELED);
+  CHECK_EQ(iso_who.load(), 9);
+}
+
+static void case_blocking() {
+  /* outside every pool: regions do nothing, blocking() returns f's result */
+  {
+    wspool::blocking_region r1;
+    wspool::blocking_region r2;
+  }
+  CHECK_EQ(wspool::blocking([] { return 5; }), 5);
+  int v = 0;
+  int &rv = wspool::blocking([&v]() -> int & { return v; });
+  CHECK(&rv == &v);
+  CHECK_EQ(thrown_by([] { wspool::blocking([] { throw boom(8); }); }), 8);
+  /* the limit */
+  wspool::pool one(1);
+  one.set_standin_limit(2);
+  CHECK_EQ(one.standin_limit(), 2);
+  CHECK_EQ(code_of([&] { one.set_standin_limit(POOL_MAX_THREADS + 1); }), EINVAL);
+  CHECK_EQ(one.standin_limit(), 2);
+  std::atomic<unsigned> in_task{0};
+  one.submit([&] { in_task = wspool::standin_limit(); }); /* the caller's pool */
+  one.wait_idle();
+  CHECK_EQ(in_task.load(), 2);
+  /* The lone worker blocks in a region until a task queued behind it on
+   * its own deque has run: only a stand-in can run it. Regions nest: the
+   * inner ones have ended, the outer one still counts. (Group tasks, not
+   * submitted ones, and waited for by the group.) */
+  wspool::task_group g(one);
+  std::atomic<bool> second{false};
+  std::atomic<int> seen{-1};
+  g.run([&] {
+    g.run([&] { second = true; });
+    wspool::blocking_region outer;
+    {
+      wspool::blocking_region inner;
+      { wspool::blocking_region innermost; }
+    }
+    seen = spin_until([&] { return second.load(); });
+  });
+  CHECK(g.wait());
+  CHECK_EQ(seen.load(), 1);
+  /* blocking(f) on a worker: the same, f's result returned; an exception
+   * leaves f and ends the region */
+  std::atomic<bool> third{false};
+  std::atomic<int> got{0}, who{0};
+  g.run([&] {
+    g.run([&] { third = true; });
+    got = wspool::blocking([&] { return spin_until([&] { return third.load(); }) ? 7 : -7; });
+    who = thrown_by([] { wspool::blocking([] { throw boom(9); }); });
+  });
+  CHECK(g.wait());
+  CHECK_EQ(got.load(), 7);
+  CHECK_EQ(who.load(), 9);
+  /* limit 0: regions are off, the blocked task holds the lone worker (a
+   * fresh pool, whose stand-ins never started) */
+  wspool::pool solo(1);
+  solo.set_standin_limit(0);
+  wspool::task_group h(solo);
+  std::atomic<bool> fourth{false};
+  std::atomic<int> early{-1};
+  h.run([&] {
+    h.run([&] { fourth = true; });
+    wspool::blocking_region region;
+    early = spin_until([&] { return fourth.load(); }, 0.2);
+  });
+  CHECK(h.wait());
+  CHECK_EQ(early.load(), 0);
+  CHECK(fourth.load());
+}
+
+/* A logical clock: each job takes a tick as it starts and one as it ends;
+ * an edge pred -> succ holds when pred's end comes before succ's start. */
+struct stamp {
+  std::atomic<long> start{-1}, end{-1}, runs{0};
+};
+
+struct job_clock {
+  std::atomic<long> now{0};
+  std::function<void()> tick(stamp &s) {
+    return [this, &s] {
+      s.start = now++;
+      s.runs++;
+      s.end = now++;
+    };
+  }
+};
+
+static void check_edge(const stamp &pred, const stamp &succ) {
+  CHECK(pred.end.load() >= 0);
+  CHECK(succ.start.load() > pred.end.load());
+}
+
+/* A chain of n jobs started in `order` (0: forward, 1: backward, 2:
+ * scattered): each runs once, after the one before it. */
+static void test_job_chain(wspool::pool &p, int order) {
+  const int n = 211; /* prime: i * 37 % n visits every job */
+  job_clock clk;
+  std::vector<stamp> st((size_t)n);
+  std::deque<wspool::job> jobs;
+  for (int i = 0; i < n; i++) jobs.emplace_back(p, clk.tick(st[(size_t)i]));
+  for (int i = 1; i < n; i++) jobs[(size_t)i].after(jobs[(size_t)i - 1]);
+  for (int k = 0; k < n; k++) {
+    int i = order == 0 ? k : order == 1 ? n - 1 - k : k * 37 % n;
+    jobs[(size_t)i].start();
+  }
+  jobs.back().wait();
+  for (int i = 0; i < n; i++) {
+    CHECK_EQ(st[(size_t)i].runs.load(), 1);
+    CHECK_EQ(jobs[(size_t)i].status(), 0);
+    if (i > 0) check_edge(st[(size_t)i - 1], st[(size_t)i]);
+  }
+}
+
+/* a -> b, a -> c, b -> d, c -> d; then a fan-out and fan-in of m jobs (past
+ * the two edges a job holds). */
+static void test_job_diamond(wspool::pool &p) {
+  job_clock clk;
+  stamp sa, sb, sc, sd;
+  wspool::job a(p, clk.tick(sa)), b(p, clk.tick(sb)), c(p, clk.tick(sc)), d(p, clk.tick(sd));
+  b.after(a);
+  c.after(a);
+  d.after(b);
+  d.after(c);
+  d.start();
+  c.start();
+  b.start();
+  CHECK_EQ(b.status(), EINPROGRESS); /* a is not started */
+  a.start();
+  d.wait();
+  for (stamp *s : {&sa, &sb, &sc, &sd}) CHECK_EQ(s->runs.load(), 1);
+  check_edge(sa, sb);
+  check_edge(sa, sc);
+  check_edge(sb, sd);
+  check_edge(sc, sd);
+  const int m = 100;
+  stamp src, sink;
+  std::vector<stamp> mid((size_t)m);
+  wspool::job first(p, clk.tick(src)), last(p, clk.tick(sink));
+  std::deque<wspool::job> middle;
+  for (int i = 0; i < m; i++) {
+    middle.emplace_back(p, clk.tick(mid[(size_t)i]));
+    middle.back().after(first);
+    last.after(middle.back());
+  }
+  last.start();
+  for (auto &j : middle) j.start();
+  first.start();
+  last.wait();
+  for (int i = 0; i < m; i++) {
+    CHECK_EQ(mid[(size_t)i].runs.load(), 1);
+    check_edge(src, mid[(size_t)i]);
+    check_edge(mid[(size_t)i], sink);
+  }
+}
+
+static void case_job_order() {
+  wspool::pool one(1), three(3);
+  for (wspool::pool *p : {&one, &three}) {
+    for (int order = 0; order < 3; order++) test_job_chain(*p, order);
+    test_job_diamond(*p);
+  }
+  /* on the default pool, from main */
+  job_clock clk;
+  stamp s1, s2;
+  {
+    wspool::job j1(clk.tick(s1)), j2(clk.tick(s2));
+    j2.after(j1);
+    j1.start();
+    j2.start();
+    j2.wait();
+  }
+  check_edge(s1, s2);
+  /* a predecessor complete before after(), one on another pool; jobs made
+   * and waited inside a task (on its pool, helping) */
+  stamp s3, s4, s5;
+  wspool::job done(one, clk.tick(s3));
+  done.start();
+  done.wait();
+  wspool::job next(three, clk.tick(s4)), other(one, clk.tick(s5));
+  next.after(done);
+  next.after(other);
+  next.start();
+  other.start();
+  next.wait();
+  check_edge(s3, s4);
+  check_edge(s5, s4);
+  std::atomic<long> inside{0};
+  three.join(
+      [&] {
+        wspool::job a([&] { inside += 1; }), b([&] { inside += 10; });
+        b.after(a);
+        a.start();
+        b.start();
+        b.wait();
+        CHECK_EQ(inside.load(), 11);
+      },
+      [] {});
+  /* misuse: after() on itself or once started, a second start() */
+  wspool::job j(three, [] {});
+  CHECK_EQ(code_of([&] { j.after(j); }), EINVAL);
+  j.start();
+  CHECK_EQ(code_of([&] { j.start(); }), EINVAL);
+  CHECK_EQ(code_of([&] { j.after(done); }), EINVAL);
+  j.wait();
+}
+
+static void test_job_exceptions(wspool::pool &p) {
+  /* a lone job: wait() rethrows, every time, from two threads at once */
+  {
+    wspool::job j(p, [] { throw boom(1); });
+    j.start();
+    CHECK_EQ(thrown_by([&] { j.wait(); }), 1);
+    CHECK_EQ(thrown_by([&] { j.wait(); }), 1);
+    CHECK_EQ(j.status(), ECANCELED);
+    std::atomic<int> other{0};
+    std::thread t([&] { other = thrown_by([&] { j.wait(); }); });
+    int here = thrown_by([&] { j.wait(); });
+    t.join();
+    CHECK_EQ(here, 1);
+    CHECK_EQ(other.load(), 1);
+  }
+  /* a -> b -> c, b throws: a ran, c was skipped with ECANCELED */
+  {
+    std::atomic<int> ran_a{0}, ran_c{0};
+    wspool::job a(p, [&] { ran_a++; }), b(p, [] { throw boom(2); }), c(p, [&] { ran_c++; });
+    b.after(a);
+    c.after(b);
+    c.start();
+    b.start();
+    a.start();
+    CHECK_EQ(code_of([&] { c.wait(); }), ECANCELED);
+    CHECK_EQ(thrown_by([&] { b.wait(); }), 2);
+    CHECK_EQ(thrown_by([&] { a.wait(); }), -1);
+    CHECK_EQ(ran_a.load(), 1);
+    CHECK_EQ(ran_c.load(), 0);
+  }
+  /* a diamond whose one branch throws: the other ran, the join skipped */
+  {
+    std::atomic<int> ran{0};
+    wspool::job a(p, [&] { ran++; }), b(p, [] { throw boom(3); }), c(p, [&] { ran++; }),
+        d(p, [&] { ran += 100; });
+    b.after(a);
+    c.after(a);
+    d.after(b);
+    d.after(c);
+    for (wspool::job *j : {&a, &b, &c, &d}) j->start();
+    CHECK_EQ(code_of([&] { d.wait(); }), ECANCELED);
+    CHECK_EQ(thrown_by([&] { b.wait(); }), 3);
+    c.wait();
+    CHECK_EQ(ran.load(), 2);
+  }
+  /* a C failure travels down: wspool::error(EIO) from both; an exception
+   * thrown after it is dropped */
+  {
+    std::atomic<int> ran_b{0};
+    wspool::job a(p, [] {
+      CHECK_EQ(pool_fail(EIO), 0);
+      throw boom(4);
+    });
+    wspool::job b(p, [&] { ran_b++; });
+    b.after(a);
+    a.start();
+    b.start();
+    CHECK_EQ(code_of([&] { b.wait(); }), EIO);
+    CHECK_EQ(code_of([&] { a.wait(); }), EIO);
+    CHECK_EQ(ran_b.load(), 0);
+  }
+  /* cancel() before the start: nothing runs, ECANCELED down the chain */
+  {
+    std::atomic<int> ran{0};
+    wspool::job a(p, [&] { ran++; }), b(p, [&] { ran++; });
+    b.after(a);
+    a.cancel();
+    a.cancel();
+    a.start();
+    b.start();
+    CHECK_EQ(code_of([&] { b.wait(); }), ECANCELED);
+    CHECK_EQ(code_of([&] { a.wait(); }), ECANCELED);
+    CHECK_EQ(ran.load(), 0);
+  }
+  /* cancel() while it runs: it sees is_cancelled(); its exception after
+   * the cancel is dropped */
+  {
+    std::atomic<bool> started{false};
+    std::atomic<int> saw{-1};
+    wspool::job a(p, [&] {
+      started = true;
+      saw = spin_until(cancelled);
+      throw boom(5);
+    });
+    a.start();
+    CHECK(spin_until([&] { return started.load(); }));
+    a.cancel();
+    CHECK_EQ(code_of([&] { a.wait(); }), ECANCELED);
+    CHECK_EQ(saw.load(), 1);
+  }
+}
+
+static void case_job_exceptions() {
+  wspool::pool one(1), three(3);
+  test_job_exceptions(one);
+  test_job_exceptions(three);
+  /* a job is nested in no unit: made in a cancelled group's task, it runs
+   * uncancelled, and is_cancelled() in it is false */
+  wspool::task_group g(three);
+  std::atomic<bool> started{false};
+  std::atomic<int> in_job{-1}, job_code{-3};
+  g.run([&] {
+    started = true;
+    (void)spin_until(cancelled);
+    wspool::job j([&] { in_job = wspool::is_cancelled(); });
+    j.start();
+    job_code = code_of([&] { j.wait(); });
+  });
+  CHECK(spin_until([&] { return started.load(); }));
+  g.cancel();
+  CHECK(!g.wait());
+  CHECK_EQ(in_job.load(), 0);
+  CHECK_EQ(job_code.load(), -1);
+}
+
+/* A callable that counts its live copies. */
+struct counted {
+  static std::atomic<long> live;
+  std::atomic<int> *ran;
+  char pad[8];
+  explicit counted(std::atomic<int> *r) : ran(r), pad{} { live++; }
+  counted(const counted &o) : ran(o.ran), pad{} { live++; }
+  ~counted() { live--; }
+  void operator()() const { (*ran)++; }
+};
+std::atomic<long> counted::live{0};
+
+struct counted_big : counted {
+  char more[256];
+  explicit counted_big(std::atomic<int> *r) : counted(r), more{} {}
+};
+
+static void case_job_destroy() {
+  wspool::pool three(3);
+  std::atomic<int> ran{0};
+  /* started and running: the destructor waits; the exception of a job
+   * never waited for is dropped */
+  std::atomic<bool> done{false};
+  {
+    wspool::job j(three, [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      done = true;
+    });
+    wspool::job k(three, [] { throw boom(1); });
+    j.start();
+    k.start();
+  }
+  CHECK(done.load());
+  /* never started, alone, or in a graph abandoned by an exception before
+   * its start (predecessors declared first, or last): dropped at once, the
+   * pool not touched */
+  unsigned long long base = skipped_now(three);
+  {
+    wspool::job j(three, [&] { ran++; });
+  }
+  CHECK_EQ(thrown_by([&] {
+             wspool::job a(three, [&] { ran++; }), b(three, [&] { ran++; }), c(three, [&] { ran++; });
+             b.after(a);
+             c.after(b);
+             c.after(a);
+             throw boom(2);
+           }),
+           2);
+  CHECK_EQ(thrown_by([&] {
+             wspool::job c(three, [&] { ran++; }), b(three, [&] { ran++; }), a(three, [&] { ran++; });
+             b.after(a);
+             c.after(b);
+             c.after(a);
+             throw boom(3);
+           }),
+           3);
+  three.wait_idle();
+  CHECK_EQ(ran.load(), 0);
+  CHECK_EQ(skipped_now(three), base);
+  /* a never started predecessor of a started job: cancelled and started
+   * by its destructor, so the successor is skipped */
+  {
+    wspool::job b(three, [&] { ran++; });
+    {
+      wspool::job a(three, [&] { ran++; });
+      b.after(a);
+      b.start();
+      CHECK_EQ(b.status(), EINPROGRESS);
+    }
+    CHECK_EQ(code_of([&] { b.wait(); }), ECANCELED);
+  }
+  CHECK_EQ(ran.load(), 0);
+  CHECK_EQ(skipped_since(three, base, 2), 2);
+  /* never started, put after a running job: its destructor waits for that
+   * one, then drops it unrun */
+  std::atomic<bool> a_done{false};
+  {
+    wspool::job a(three, [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      a_done = true;
+    });
+    a.start();
+    {
+      wspool::job b(three, [&] { ran++; });
+      b.after(a);
+    }
+    CHECK(a_done.load());
+    CHECK_EQ(a.status(), 0);
+  }
+  CHECK_EQ(ran.load(), 0);
+  /* never started, its C handle given to a C job put after it: the C job
+   * is released with ECANCELED */
+  pool_job_t cj;
+  CHECK_OK(pool_job_init(
+      &cj, three.get(), [](void *r) { static_cast<std::atomic<int> *>(r)->fetch_add(1); }, &ran));
+  {
+    wspool::job j(three, [&] { ran++; });
+    CHECK_OK(pool_job_after(&cj, j.get()));
+    CHECK_OK(pool_job_start(&cj));
+  }
+  CHECK_EQ(pool_job_wait(&cj), ECANCELED);
+  CHECK_EQ(ran.load(), 0);
+  /* the callable: one copy, destroyed with the job, run or not, kept in
+   * the job or on the heap */
+  CHECK_EQ(counted::live.load(), 0);
+  {
+    counted small(&ran);
+    counted_big big(&ran);
+    wspool::job j1(three, small), j2(three, big), j3(three, small), j4(three, counted_big(&ran));
+    CHECK_EQ(counted::live.load(), 2 + 4);
+    j1.start();
+    j2.start();
+    j1.wait();
+    j2.wait();
+    CHECK_EQ(ran.load(), 2);
+    CHECK_EQ(counted::live.load(), 2 + 4);
+  }
+  CHECK_EQ(counted::live.load(), 0);
+#if !TEST_UNDER_ASAN && !TEST_UNDER_TSAN
+  /* a small callable needs no allocation, a big one one */
+  {
+    counted small(&ran);
+    counted_big big(&ran);
+    long before = news.load();
+    wspool::job j1(three, small);
+    long mid = news.load();
+    wspool::job j2(three, big);
+    long after = news.load();
+    CHECK_EQ(mid - before, 0);
+    CHECK_EQ(after - mid, 1);
+  }
+#endif
+}
+
 static void case_join() {
   wspool::pool one(1), three(3);
   CHECK_EQ(one.threads(), 1);
@@ -802,4 +1447,5 @@ TEST_MAIN(240, TEST_CASE(join), TEST_CASE(join_exceptions), TEST_CASE(parallel_f
           TEST_CASE(reduce), TEST_CASE(group), TEST_CASE(submit), TEST_CASE(errors),
           TEST_CASE(no_allocation), TEST_CASE(group_exception), TEST_CASE(group_cancel),
           TEST_CASE(nested_cancel), TEST_CASE(parallel_for_cancel), TEST_CASE(join_cancel),
-          TEST_CASE(is_cancelled))
+          TEST_CASE(is_cancelled), TEST_CASE(isolate), TEST_CASE(blocking), TEST_CASE(job_order),
+          TEST_CASE(job_exceptions), TEST_CASE(job_destroy))

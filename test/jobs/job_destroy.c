@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT */
+/* Jobs and the end of their pool (include/wspool.h, \ref jobs, "Outcome"
+ * and "Where it runs"): ready jobs count as submitted tasks, so
+ * pool_wait_idle() waits for them and pool_destroy() runs them; a job
+ * released once its pool's destroy began completes with ESHUTDOWN; none is
+ * lost and every wait returns.
+ *
+ *  late_release     jobs of a private pool P, each after a job of pool A
+ *                   that main starts as P's destroy starts, once it began,
+ *                   or once it returned; outside
+ *                   threads wait for them from before the destroy (which
+ *                   then waits for them) and after it returned. Released
+ *                   racing the destroy: ran once with 0, or never with
+ *                   ESHUTDOWN; once it began or returned: ESHUTDOWN, never
+ *                   run. Every wait returns and gets that status.
+ *  start_after_destroy  jobs of P started by main after P's destroy
+ *                   returned (no pool created meanwhile, so the handle
+ *                   stays safe): ESHUTDOWN, never run, and their
+ *                   successors skipped with it; pool_job_submit: ESHUTDOWN.
+ *  destroy_running  destroy while a chain and a random graph of P run:
+ *                   everything runs once, status 0.
+ *  wait_idle        pool_wait_idle() returns only once every started job
+ *                   whose predecessors completed has completed: chains and
+ *                   graphs started from main and from tasks.
+ *  cross_pool_idle  a job of pool A with 10^5 successors in pool P (and in
+ *                   half the rounds 10^5 more in A, released first): once
+ *                   pool_job_wait() of it returned (or pool_job_status()
+ *                   said complete), every successor is ready, so
+ *                   pool_wait_idle(P) returns only after all of them
+ *                   completed.
+ *  cross_pool_destroy  the same, then pool_destroy(P): the predecessor
+ *                   completed before the destroy began, so every successor
+ *                   runs (0), none is skipped with ESHUTDOWN.
+ * No timing assertions. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wspool.h>
+
+#include "check.h"
+#include "job_util.h"
+#include "testutil.h"
+
+static void nop(void *arg) { (void)arg; }
+
+/* ---- late_release ---------------------------------------------------------------- */
+
+/* Job k of P is after job k of A, which main starts in phase k % 3: as
+ * destroy starts (racing it), once destroy began, once it returned. */
+enum { LR_JOBS = 63, LR_EARLY_WAITERS = 4, LR_LATE_WAITERS = 4 };
+
+typedef struct lr_job {
+  pool_job_t pred; /* in pool A */
+  pool_job_t job;  /* in pool P */
+  atomic_uint runs;
+} lr_job;
+
+typedef struct lr_state {
+  lr_job j[LR_JOBS];
+  atomic_uint waiting;
+  int early_rc[LR_EARLY_WAITERS][LR_JOBS];
+  int late_rc[LR_LATE_WAITERS][LR_JOBS];
+  pool_t *p;
+  int destroy_rc;
+  atomic_uint destroyed;
+} lr_state;
+
+static lr_state *lrs;
+
+/* Starts the predecessors of phase `ph`. */
+static void lr_phase(int ph) {
+  for (int k = ph; k < LR_JOBS; k += 3) CHECK_OK(pool_job_start(&lrs->j[k].pred));
+}
+static void lr_job_fn(void *arg) { atomic_fetch_add(&lrs->j[(uintptr_t)arg].runs, 1); }
+
+/* Waits inside P before its destroy begins (destroy then waits for it):
+ * phase 1's jobs first (released once destroy began), then phase 0's;
+ * phase 2's only once destroy returned (before, such a wait would keep
+ * destroy from returning, and so their release). */
+static void *lr_early(void *arg) {
+  int w = (int)(uintptr_t)arg;
+  atomic_fetch_add(&lrs->waiting, 1);
+  for (int g = 1; g >= 0; g--)
+    for (int k = g; k < LR_JOBS; k += 3) lrs->early_rc[w][k] = pool_job_wait(&lrs->j[k].job);
+  CHECK(job_wait_until(&lrs->destroyed, 1));
+  for (int k = 2; k < LR_JOBS; k += 3) lrs->early_rc[w][k] = pool_job_wait(&lrs->j[k].job);
+  return NULL;
+}
+
+static void *lr_late(void *arg) {
+  int w = (int)(uintptr_t)arg;
+  for (int k = LR_JOBS; k-- > 0;) lrs->late_rc[w][k] = pool_job_wait(&lrs->j[k].job);
+  return NULL;
+}
+
+static void *lr_destroy(void *arg) {
+  (void)arg;
+  lrs->destroy_rc = pool_destroy(lrs->p);
+  atomic_store(&lrs->destroyed, 1);
+  return NULL;
+}
+
+static void case_late_release(void) {
+  unsigned long rounds = check_iters(20);
+  pool_t *a = make_pool(2);
+  unsigned raced_ran = 0;
+  for (unsigned long r = 0; r < rounds; r++) {
+    lrs = calloc(1, sizeof *lrs);
+    CHECK(lrs);
+    lrs->p = make_pool(r % 2 ? 2 : 1);
+    for (uintptr_t k = 0; k < LR_JOBS; k++) {
+      CHECK_OK(pool_job_init(&lrs->j[k].pred, a, nop, NULL));
+      CHECK_OK(pool_job_init(&lrs->j[k].job, lrs->p, lr_job_fn, (void *)k));
+      CHECK_OK(pool_job_after(&lrs->j[k].job, &lrs->j[k].pred));
+      CHECK_OK(pool_job_start(&lrs->j[k].job));
+    }
+    pthread_t early[LR_EARLY_WAITERS], late[LR_LATE_WAITERS], destroyer;
+    for (uintptr_t w = 0; w < LR_EARLY_WAITERS; w++)
+      CHECK_OK(pthread_create(&early[w], NULL, lr_early, (void *)w));
+    CHECK(job_wait_until(&lrs->waiting, LR_EARLY_WAITERS));
+    lr_phase(0); /* racing the destroy */
+    CHECK_OK(pthread_create(&destroyer, NULL, lr_destroy, NULL));
+    double end = job_now() + 30.0 * (double)test_stress_factor();
+    while (pool_submit(lrs->p, nop, NULL) != ESHUTDOWN) {
+      if (job_now() > end) FAIL("pool_destroy never began\n");
+      sched_yield();
+    }
+    lr_phase(1); /* destroy began */
+    CHECK_OK(pthread_join(destroyer, NULL));
+    CHECK_OK(lrs->destroy_rc);
+    for (uintptr_t w = 0; w < LR_LATE_WAITERS; w++)
+      CHECK_OK(pthread_create(&late[w], NULL, lr_late, (void *)w));
+    lr_phase(2); /* destroy returned */
+    for (int w = 0; w < LR_EARLY_WAITERS; w++) CHECK_OK(pthread_join(early[w], NULL));
+    for (int w = 0; w < LR_LATE_WAITERS; w++) CHECK_OK(pthread_join(late[w], NULL));
+    for (int k = 0; k < LR_JOBS; k++) {
+      int st = pool_job_status(&lrs->j[k].job);
+      unsigned n = atomic_load(&lrs->j[k].runs);
+      CHECK_OK(pool_job_wait(&lrs->j[k].pred));
+      if (st == 0 && k % 3 == 0) {
+        CHECK_EQ(n, 1);
+        raced_ran++;
+      } else if (st == ESHUTDOWN) {
+        CHECK_EQ(n, 0);
+      } else {
+        FAIL("job %d (released %s) of the destroyed pool completed with %d, ran %u times\n", k,
+             k % 3 == 0   ? "racing the destroy"
+             : k % 3 == 1 ? "once destroy began"
+                          : "once destroy returned",
+             st, n);
+      }
+      for (int w = 0; w < LR_EARLY_WAITERS; w++) CHECK_EQ(lrs->early_rc[w][k], st);
+      for (int w = 0; w < LR_LATE_WAITERS; w++) CHECK_EQ(lrs->late_rc[w][k], st);
+    }
+    free(lrs);
+  }
+  printf("# late_release: %u jobs released racing the destroy ran\n", raced_ran);
+  CHECK_OK(pool_destroy(a));
+}
+
+/* ---- start_after_destroy ------------------------------------------------------------ */
+
+static atomic_uint sad_runs;
+static void sad_fn(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&sad_runs, 1);
+}
+
+typedef struct sad_submit {
+  pool_t *p;
+  pool_job_t *job;
+  int rc;
+  atomic_uint done;
+} sad_submit;
+
+static void *sad_submitter(void *arg) {
+  sad_submit *s = arg;
+  s->rc = pool_job_submit(s->p, s->job, sad_fn, NULL);
+  atomic_store(&s->done, 1);
+  return NULL;
+}
+
+static void case_start_after_destroy(void) {
+  for (int r = 0; r < 20; r++) {
+    atomic_store(&sad_runs, 0);
+    pool_t *p = make_pool(r % 2 ? 2 : 1);
+    pool_job_t alone, chain[5], sub, many;
+    CHECK_OK(pool_job_init(&alone, p, sad_fn, NULL));
+    for (int k = 0; k < 5; k++) {
+      CHECK_OK(pool_job_init(&chain[k], p, sad_fn, NULL));
+      if (k) CHECK_OK(pool_job_after(&chain[k], &chain[k - 1]));
+    }
+    for (int k = 1; k < 5; k++) CHECK_OK(pool_job_start(&chain[k]));
+    /* 40 edges to the same job (edge blocks): given back when it is
+     * skipped (LeakSanitizer checks, under ASan). */
+    CHECK_OK(pool_job_init(&many, p, sad_fn, NULL));
+    for (int k = 0; k < 40; k++) CHECK_OK(pool_job_after(&many, &chain[k % 5]));
+    CHECK_OK(pool_job_start(&many));
+    CHECK_OK(pool_destroy(p));
+    /* Not refused: completed with ESHUTDOWN. */
+    CHECK_OK(pool_job_start(&alone));
+    CHECK_EQ(pool_job_wait(&alone), ESHUTDOWN);
+    CHECK_OK(pool_job_start(&chain[0]));
+    for (int k = 0; k < 5; k++) CHECK_EQ(pool_job_wait(&chain[k]), ESHUTDOWN);
+    CHECK_EQ(pool_job_wait(&many), ESHUTDOWN);
+    /* On a thread of its own, so that a call that never returns fails
+     * the case (a liveness bound) instead of hanging it. */
+    sad_submit s = {p, &sub, -1, 0};
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, sad_submitter, &s));
+    if (!job_wait_until(&s.done, 1)) FAIL("pool_job_submit on a destroyed pool never returned\n");
+    CHECK_OK(pthread_join(th, NULL));
+    CHECK_EQ(s.rc, ESHUTDOWN);
+    CHECK_EQ(pool_job_wait(&sub), ESHUTDOWN); /* nothing started: complete all the same */
+    CHECK_EQ(atomic_load(&sad_runs), 0);
+  }
+}
+
+/* ---- destroy while running -------------------------------------------------------------- */
+
+static void case_destroy_running(void) {
+  unsigned long rounds = check_iters(10);
+  uint64_t seed = 0xde57;
+  for (unsigned long r = 0; r < rounds; r++) {
+    pool_t *p = make_pool(1 + (unsigned)(r % 3));
+    size_t n = 20000;
+    jdag *d = jdag_new(n);
+    /* A chain in the first half, a random graph in the second. */
+    for (size_t i = 1; i < n / 2; i++) jdag_edge(d, i - 1, i);
+    for (size_t i = n / 2 + 1; i < n; i++) {
+      unsigned k = (unsigned)(rng_next(&seed) % 4);
+      for (unsigned e = 0; e < k; e++) {
+        size_t span = i - n / 2 < 100 ? i - n / 2 : 100;
+        jdag_edge(d, i - 1 - (size_t)(rng_next(&seed) % span), i);
+      }
+    }
+    jdag_seal(d);
+    for (size_t i = 0; i < n; i++) jdag_init(d, i, p);
+    jdag_link(d);
+    unsigned *o = jorder(n, (int)(r % 3), rng_next(&seed));
+    jdag_start(d, o);
+    free(o);
+    CHECK_OK(pool_destroy(p));
+    /* Everything ran before destroy returned. */
+    for (size_t i = 0; i < n; i++) {
+      int st = pool_job_status(&d->n[i].job);
+      if (st != 0) FAIL("job %zu: status %d after its pool's destroy\n", i, st);
+    }
+    jdag_wait(d, rng_next(&seed));
+    jdag_check(d, "destroy while running");
+    jdag_free(d);
+  }
+}
+
+/* ---- pool_wait_idle ---------------------------------------------------------------------- */
+
+typedef struct wi_task {
+  jdag *d;
+  size_t lo, hi; /* starts nodes [lo, hi) */
+} wi_task;
+
+static void wi_starter(void *arg) {
+  wi_task *t = arg;
+  for (size_t i = t->hi; i-- > t->lo;) CHECK_OK(pool_job_start(&t->d->n[i].job));
+}
+
+static void wait_idle(pool_t *p) {
+  unsigned long rounds = check_iters(20);
+  uint64_t seed = 0x1d1e + pool_threads(p);
+  for (unsigned long r = 0; r < rounds; r++) {
+    size_t n = 5000;
+    jdag *d = jdag_new(n);
+    for (size_t i = 1; i < n; i++) {
+      unsigned k = (unsigned)(rng_next(&seed) % 3);
+      if (i % 500 == 0) k = 0;
+      for (unsigned e = 0; e < k; e++) {
+        size_t span = i < 30 ? i : 30;
+        jdag_edge(d, i - 1 - (size_t)(rng_next(&seed) % span), i);
+      }
+    }
+    jdag_seal(d);
+    for (size_t i = 0; i < n; i++) {
+      d->n[i].spin = (unsigned)(rng_next(&seed) % 100);
+      jdag_init(d, i, p);
+    }
+    jdag_link(d);
+    if (r % 2) {
+      /* Started by tasks (onto their deques), two halves. */
+      wi_task t[2] = {{d, 0, n / 2}, {d, n / 2, n}};
+      CHECK_OK(pool_submit(p, wi_starter, &t[0]));
+      CHECK_OK(pool_submit(p, wi_starter, &t[1]));
+      CHECK_OK(pool_wait_idle(p));
+    } else {
+      unsigned *o = jorder(n, 2, rng_next(&seed));
+      jdag_start(d, o);
+      free(o);
+      CHECK_OK(pool_wait_idle(p));
+    }
+    for (size_t i = 0; i < n; i++) {
+      int st = pool_job_status(&d->n[i].job);
+      if (st == EINPROGRESS) FAIL("round %lu: job %zu not complete after pool_wait_idle\n", r, i);
+    }
+    jdag_wait(d, rng_next(&seed));
+    jdag_check(d, "pool_wait_idle");
+    jdag_free(d);
+  }
+}
+
+static void case_wait_idle(void) { ON_POOLS(wait_idle, 1, 2, 4); }
+
+/* ---- a predecessor in another pool -------------------------------------------------------- */
+
+enum { XP_SUCC = 100000, XP_PAD = 100000 };
+
+typedef struct xp_state {
+  pool_job_t pred;
+  pool_job_t *succ; /* in P */
+  pool_job_t *pad;  /* in A */
+  size_t npad;
+  atomic_uint *runs;
+} xp_state;
+
+static xp_state *xps;
+
+static void xp_succ(void *arg) { atomic_fetch_add(&xps->runs[(uintptr_t)arg], 1); }
+
+/* XP_SUCC jobs of P after one job of A, and (with `pad`) XP_PAD jobs of A
+ * put after it later, which its completion releases first (its successors
+ * are a stack). Returns once that job completed: waited for, or (`poll`)
+ * seen complete by pool_job_status. */
+static void xp_setup(pool_t *a, pool_t *p, int pad, int poll) {
+  xps = calloc(1, sizeof *xps);
+  CHECK(xps);
+  xps->npad = pad ? XP_PAD : 0;
+  xps->succ = malloc(XP_SUCC * sizeof(pool_job_t));
+  xps->pad = malloc((xps->npad + 1) * sizeof(pool_job_t));
+  xps->runs = calloc(XP_SUCC, sizeof(atomic_uint));
+  CHECK(xps->succ && xps->pad && xps->runs);
+  CHECK_OK(pool_job_init(&xps->pred, a, nop, NULL));
+  for (uintptr_t i = 0; i < XP_SUCC; i++) {
+    CHECK_OK(pool_job_init(&xps->succ[i], p, xp_succ, (void *)i));
+    CHECK_OK(pool_job_after(&xps->succ[i], &xps->pred));
+    CHECK_OK(pool_job_start(&xps->succ[i]));
+  }
+  for (size_t i = 0; i < xps->npad; i++) {
+    CHECK_OK(pool_job_init(&xps->pad[i], a, nop, NULL));
+    CHECK_OK(pool_job_after(&xps->pad[i], &xps->pred));
+    CHECK_OK(pool_job_start(&xps->pad[i]));
+  }
+  CHECK_OK(pool_job_start(&xps->pred));
+  if (poll) {
+    while (pool_job_status(&xps->pred) == EINPROGRESS) {
+    }
+    CHECK_OK(pool_job_status(&xps->pred));
+  } else {
+    CHECK_OK(pool_job_wait(&xps->pred));
+  }
+  /* Complete: every successor is ready. */
+}
+
+static void xp_free(void) {
+  for (size_t i = 0; i < xps->npad; i++) CHECK_OK(pool_job_wait(&xps->pad[i]));
+  free(xps->succ);
+  free(xps->pad);
+  free((void *)xps->runs);
+  free(xps);
+}
+
+static void case_cross_pool_idle(void) {
+  unsigned long rounds = check_iters(4);
+  pool_t *a = make_pool(1), *p = make_pool(2);
+  for (unsigned long r = 0; r < rounds; r++) {
+    xp_setup(a, p, (int)(r % 2), (int)(r / 2 % 2));
+    CHECK_OK(pool_wait_idle(p));
+    size_t pending = 0, first = XP_SUCC;
+    for (size_t i = 0; i < XP_SUCC; i++)
+      if (pool_job_status(&xps->succ[i]) == EINPROGRESS && pending++ == 0) first = i;
+    for (size_t i = 0; i < XP_SUCC; i++) CHECK_OK(pool_job_wait(&xps->succ[i]));
+    if (pending)
+      FAIL("round %lu: pool_wait_idle returned with %zu of %d started jobs not complete (job "
+           "%zu the first), whose only predecessor, in another pool, had completed "
+           "(pool_job_wait or pool_job_status had said so)\n",
+           r, pending, XP_SUCC, first);
+    flags_check_once(xps->runs, XP_SUCC, "successor");
+    xp_free();
+  }
+  CHECK_OK(pool_destroy(p));
+  CHECK_OK(pool_destroy(a));
+}
+
+static void case_cross_pool_destroy(void) {
+  unsigned long rounds = check_iters(4);
+  pool_t *a = make_pool(1);
+  for (unsigned long r = 0; r < rounds; r++) {
+    pool_t *p = make_pool(2);
+    xp_setup(a, p, (int)(r % 2), (int)(r / 2 % 2));
+    CHECK_OK(pool_destroy(p));
+    size_t shut = 0, first = XP_SUCC;
+    for (size_t i = 0; i < XP_SUCC; i++) {
+      int st = pool_job_wait(&xps->succ[i]);
+      if (st == ESHUTDOWN) {
+        if (shut++ == 0) first = i;
+        CHECK_EQ(atomic_load(&xps->runs[i]), 0);
+      } else {
+        CHECK_OK(st);
+        CHECK_EQ(atomic_load(&xps->runs[i]), 1);
+      }
+    }
+    if (shut)
+      FAIL("round %lu: %zu of %d jobs (job %zu the first) were skipped with ESHUTDOWN though "
+           "their only predecessor had completed (pool_job_wait or pool_job_status had said "
+           "so) before pool_destroy began\n",
+           r, shut, XP_SUCC, first);
+    xp_free();
+  }
+  CHECK_OK(pool_destroy(a));
+}
+
+TEST_MAIN(300, TEST_CASE(late_release), TEST_CASE(start_after_destroy), TEST_CASE(destroy_running),
+          TEST_CASE(wait_idle), TEST_CASE(cross_pool_idle), TEST_CASE(cross_pool_destroy))

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/* Waiting for jobs (include/wspool.h, pool_job_wait(), pool_job_status()):
+ * from outside threads, several at once; from tasks of the job's pool (a
+ * job waiting for another job, a group child waiting for a job), which
+ * block in a blocking region while a stand-in runs the pool's work; from a
+ * task of another pool; and the status through a job's life.
+ *
+ *  outside_many    6 threads wait for one job (some before it is started,
+ *                  some while its predecessor is held back); each gets the
+ *                  job's status (0 or its failure), and so does main; the
+ *                  job's storage is then initialised again for the next
+ *                  round. Pools of 1, 2 and 4.
+ *  status_phases   EINPROGRESS before the start, while a predecessor runs,
+ *                  while queued behind it and while the job itself runs;
+ *                  then its value, the same on every call, also after a
+ *                  pool_job_cancel() of the complete job.
+ *  job_waits_job   a job submits another and waits for it (on a pool of one
+ *                  worker a stand-in must run it); a job waits for a job
+ *                  main starts later. Pools of 1, 2 and 4.
+ *  wait_chain      40 jobs, job k waiting for job k + 1 from its function,
+ *                  started first to last and last to first, many rounds:
+ *                  every wait returns (no cycle among the waits, so a
+ *                  wait must not make one: it blocks in a blocking region,
+ *                  the limit set to the chain's length). Pools of 1, 2, 4.
+ *  child_waits_job 24 group children (and main) wait for one job that
+ *                  another child releases, and for jobs they submit
+ *                  themselves (the stand-in limit set to the children's
+ *                  number: every waiting child holds a thread).
+ *  other_pool      a task of pool B waits for a job of pool A, and a job of
+ *                  A for a job of B.
+ *  storage_reuse   one pool_job_t submitted, waited for and submitted again
+ *                  many times, from main and from a task.
+ * No timing assertions. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <wspool.h>
+
+#include "check.h"
+#include "job_util.h"
+#include "testutil.h"
+
+/* ---- outside_many ------------------------------------------------------------ */
+
+enum { OM_THREADS = 6 };
+
+typedef struct om_state {
+  pool_job_t job, pred;
+  atomic_uint runs, pred_runs;
+  int fail;
+  atomic_uint ready; /* threads about to wait */
+  int got[OM_THREADS];
+  jgate gate; /* the predecessor holds until it opens */
+} om_state;
+
+static void om_pred(void *arg) {
+  om_state *s = arg;
+  atomic_fetch_add(&s->pred_runs, 1);
+  gate_pass(&s->gate);
+}
+
+static void om_job(void *arg) {
+  om_state *s = arg;
+  CHECK_EQ(atomic_load(&s->pred_runs), 1);
+  atomic_fetch_add(&s->runs, 1);
+  if (s->fail) CHECK_OK(pool_fail(s->fail));
+}
+
+typedef struct om_arg {
+  om_state *s;
+  int k;
+} om_arg;
+
+static void *om_waiter(void *v) {
+  om_arg *a = v;
+  CHECK_EQ(pool_job_status(&a->s->job), EINPROGRESS); /* the predecessor is held */
+  atomic_fetch_add(&a->s->ready, 1);
+  a->s->got[a->k] = pool_job_wait(&a->s->job);
+  return NULL;
+}
+
+static void outside_many(pool_t *p) {
+  unsigned long rounds = check_iters(150);
+  om_state *s = calloc(1, sizeof *s);
+  CHECK(s);
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&s->runs, 0);
+    atomic_store(&s->pred_runs, 0);
+    atomic_store(&s->ready, 0);
+    atomic_store(&s->gate.open, 0);
+    atomic_store(&s->gate.waiting, 0);
+    s->fail = r % 3 == 1 ? EIO : r % 3 == 2 ? ENOTSUP : 0;
+    CHECK_OK(pool_job_init(&s->job, p, om_job, s));
+    CHECK_OK(pool_job_init(&s->pred, p, om_pred, s));
+    CHECK_OK(pool_job_after(&s->job, &s->pred));
+    /* Half the rounds: everything started before the waiters come (the
+     * predecessor holds at the gate); else the waiters come first. */
+    int early = r % 2;
+    if (early) {
+      CHECK_OK(pool_job_start(&s->job));
+      CHECK_OK(pool_job_start(&s->pred));
+    }
+    pthread_t th[OM_THREADS];
+    om_arg a[OM_THREADS];
+    for (int k = 0; k < OM_THREADS; k++) {
+      s->got[k] = -1;
+      a[k] = (om_arg){s, k};
+      CHECK_OK(pthread_create(&th[k], NULL, om_waiter, &a[k]));
+    }
+    CHECK(job_wait_until(&s->ready, OM_THREADS));
+    CHECK_EQ(pool_job_status(&s->job), EINPROGRESS);
+    if (!early) {
+      CHECK_OK(pool_job_start(&s->pred));
+      CHECK_OK(pool_job_start(&s->job));
+    }
+    gate_open(&s->gate);
+    CHECK_EQ(pool_job_wait(&s->job), s->fail);
+    for (int k = 0; k < OM_THREADS; k++) {
+      CHECK_OK(pthread_join(th[k], NULL));
+      CHECK_EQ(s->got[k], s->fail);
+    }
+    CHECK_EQ(pool_job_status(&s->job), s->fail);
+    CHECK_OK(pool_job_status(&s->pred));
+    CHECK_EQ(atomic_load(&s->runs), 1);
+    CHECK_EQ(atomic_load(&s->pred_runs), 1);
+  }
+  free(s);
+}
+
+static void case_outside_many(void) { ON_POOLS(outside_many, 1, 2, 4); }
+
+/* ---- status_phases ------------------------------------------------------------ */
+
+typedef struct sp_state {
+  pool_job_t a, b; /* a -> b */
+  jgate ga, gb;
+  atomic_uint b_running;
+} sp_state;
+
+static void sp_a(void *arg) { gate_pass(&((sp_state *)arg)->ga); }
+static void sp_b(void *arg) {
+  sp_state *s = arg;
+  atomic_store(&s->b_running, 1);
+  gate_pass(&s->gb);
+  CHECK_OK(pool_fail(EPROTO));
+}
+
+static void status_phases(pool_t *p) {
+  for (int round = 0; round < 20; round++) {
+    sp_state *s = calloc(1, sizeof *s);
+    CHECK(s);
+    CHECK_OK(pool_job_init(&s->a, p, sp_a, s));
+    CHECK_OK(pool_job_init(&s->b, p, sp_b, s));
+    CHECK_EQ(pool_job_status(&s->b), EINPROGRESS); /* initialised */
+    CHECK_OK(pool_job_after(&s->b, &s->a));
+    CHECK_EQ(pool_job_status(&s->b), EINPROGRESS);
+    CHECK_OK(pool_job_start(&s->b));
+    CHECK_EQ(pool_job_status(&s->b), EINPROGRESS); /* started, waiting for a */
+    CHECK_OK(pool_job_start(&s->a));
+    CHECK(job_wait_until(&s->ga.waiting, 1));
+    CHECK_EQ(pool_job_status(&s->a), EINPROGRESS); /* running */
+    CHECK_EQ(pool_job_status(&s->b), EINPROGRESS); /* its predecessor runs */
+    gate_open(&s->ga);
+    CHECK(job_wait_until(&s->gb.waiting, 1));
+    CHECK_OK(pool_job_status(&s->a));
+    CHECK_EQ(pool_job_status(&s->b), EINPROGRESS); /* running */
+    gate_open(&s->gb);
+    CHECK_EQ(pool_job_wait(&s->b), EPROTO);
+    for (int k = 0; k < 3; k++) {
+      CHECK_EQ(pool_job_status(&s->b), EPROTO);
+      CHECK_OK(pool_job_status(&s->a));
+    }
+    /* No effect on a complete job. */
+    CHECK_OK(pool_job_cancel(&s->a));
+    CHECK_OK(pool_job_cancel(&s->b));
+    CHECK_OK(pool_job_status(&s->a));
+    CHECK_OK(pool_job_wait(&s->a));
+    CHECK_EQ(pool_job_status(&s->b), EPROTO);
+    CHECK_EQ(pool_job_wait(&s->b), EPROTO);
+    free(s);
+  }
+}
+
+static void case_status_phases(void) { ON_POOLS(status_phases, 1, 2, 4); }
+
+/* ---- job_waits_job ------------------------------------------------------------ */
+
+typedef struct jw_state {
+  pool_job_t outer, inner, later;
+  atomic_uint inner_runs, later_runs, outer_runs;
+  atomic_uint outer_started;
+  int inner_rc, later_rc;
+  int mode; /* 0: waits for a job it submits; 1: for one main starts later */
+} jw_state;
+
+static void jw_inner(void *arg) {
+  jw_state *s = arg;
+  atomic_fetch_add(&s->inner_runs, 1);
+  job_busy(2000);
+  CHECK_OK(pool_fail(ENOLINK));
+}
+
+static void jw_later(void *arg) { atomic_fetch_add(&((jw_state *)arg)->later_runs, 1); }
+
+static void jw_outer(void *arg) {
+  jw_state *s = arg;
+  atomic_fetch_add(&s->outer_runs, 1);
+  if (s->mode == 0) {
+    CHECK_OK(pool_job_submit(NULL, &s->inner, jw_inner, s));
+    s->inner_rc = pool_job_wait(&s->inner);
+  } else {
+    atomic_store(&s->outer_started, 1);
+    s->later_rc = pool_job_wait(&s->later);
+  }
+}
+
+enum { JW_CHAIN = 40 };
+
+typedef struct jw_link {
+  pool_job_t job;
+  struct jw_link *next; /* the job this one waits for, or NULL */
+  atomic_uint runs;
+  int rc;
+} jw_link;
+
+static void jw_link_fn(void *arg) {
+  jw_link *l = arg;
+  atomic_fetch_add(&l->runs, 1);
+  job_busy(20000); /* thieves come meanwhile */
+  l->rc = l->next ? pool_job_wait(&l->next->job) : 0;
+  if (l->next) CHECK_EQ(atomic_load(&l->next->runs), 1);
+}
+
+static void job_waits_job(pool_t *p) {
+  unsigned long rounds = check_iters(300);
+  jw_state *s = calloc(1, sizeof *s);
+  CHECK(s);
+  for (unsigned long r = 0; r < rounds; r++) {
+    s->mode = (int)(r % 2);
+    atomic_store(&s->inner_runs, 0);
+    atomic_store(&s->later_runs, 0);
+    atomic_store(&s->outer_runs, 0);
+    atomic_store(&s->outer_started, 0);
+    s->inner_rc = s->later_rc = -1;
+    if (s->mode == 1) CHECK_OK(pool_job_init(&s->later, p, jw_later, s));
+    CHECK_OK(pool_job_submit(p, &s->outer, jw_outer, s));
+    if (s->mode == 1) {
+      /* On one worker the outer job occupies it: the later job runs in
+       * its wait (from the global queue). */
+      CHECK(job_wait_until(&s->outer_started, 1));
+      CHECK_OK(pool_job_start(&s->later));
+    }
+    CHECK_OK(pool_job_wait(&s->outer));
+    CHECK_EQ(atomic_load(&s->outer_runs), 1);
+    if (s->mode == 0) {
+      CHECK_EQ(s->inner_rc, ENOLINK);
+      CHECK_EQ(atomic_load(&s->inner_runs), 1);
+      CHECK_EQ(pool_job_status(&s->inner), ENOLINK);
+    } else {
+      CHECK_OK(s->later_rc);
+      CHECK_EQ(atomic_load(&s->later_runs), 1);
+    }
+  }
+  free(s);
+}
+
+static void case_job_waits_job(void) { ON_POOLS(job_waits_job, 1, 2, 4); }
+
+/* Job k waits (pool_job_wait, from its function) for job k + 1; all are
+ * started by main, first to last or last to first. No cycle: job
+ * JW_CHAIN - 1 waits for nothing. (A worker that helps while it waits in
+ * job k may run another job that waits for one suspended below it on the
+ * same stack; a wait that blocks instead holds a thread per waiting job.) */
+static void wait_chain(pool_t *p) {
+  /* A task's wait blocks in a blocking region (wspool.h, pool_job_wait):
+   * waits nest as deep as the workers plus the stand-in limit, so the
+   * chain gets a stand-in per link it may need. */
+  CHECK_OK(pool_set_standin_limit(p, JW_CHAIN));
+  unsigned long rounds = job_rounds(200, 40);
+  jw_link *l = calloc(JW_CHAIN, sizeof *l);
+  CHECK(l);
+  for (unsigned long r = 0; r < rounds; r++) {
+    for (int k = 0; k < JW_CHAIN; k++) {
+      atomic_store(&l[k].runs, 0);
+      l[k].next = k + 1 < JW_CHAIN ? &l[k + 1] : NULL;
+      l[k].rc = -1;
+      CHECK_OK(pool_job_init(&l[k].job, p, jw_link_fn, &l[k]));
+    }
+    if (r % 2)
+      for (int k = JW_CHAIN; k-- > 0;) CHECK_OK(pool_job_start(&l[k].job));
+    else
+      for (int k = 0; k < JW_CHAIN; k++) CHECK_OK(pool_job_start(&l[k].job));
+    /* A liveness bound (30 s times WSPOOL_STRESS), not a timing figure:
+     * the waits form no cycle, so they must all return. */
+    double end = job_now() + 30.0 * (double)test_stress_factor();
+    while (pool_job_status(&l[0].job) == EINPROGRESS) {
+      if (job_now() > end) {
+        unsigned done = 0;
+        for (int k = 0; k < JW_CHAIN; k++) done += pool_job_status(&l[k].job) != EINPROGRESS;
+        FAIL("round %lu (started %s), %u workers: the chain of waits is stuck with %u of %d "
+             "jobs complete, though no wait is part of a cycle\n",
+             r, r % 2 ? "last to first" : "first to last", pool_threads(p), done, JW_CHAIN);
+      }
+      sleep_ms(1);
+    }
+    for (int k = 0; k < JW_CHAIN; k++) {
+      CHECK_OK(pool_job_wait(&l[k].job));
+      CHECK_EQ(atomic_load(&l[k].runs), 1);
+      CHECK_OK(l[k].rc);
+    }
+  }
+  free(l);
+}
+
+static void case_wait_chain(void) { ON_POOLS(wait_chain, 1, 2, 4); }
+
+/* ---- child_waits_job ------------------------------------------------------------ */
+
+enum { CW_CHILDREN = 24 };
+
+typedef struct cw_state {
+  pool_job_t shared, held; /* held -> shared; the releaser child starts held */
+  atomic_uint shared_runs, own_runs;
+  int rc[CW_CHILDREN], own_rc[CW_CHILDREN];
+  pool_job_t own[CW_CHILDREN];
+} cw_state;
+
+static cw_state *cws;
+
+static void cw_held(void *arg) { (void)arg; }
+static void cw_shared(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&cws->shared_runs, 1);
+  job_busy(3000);
+  CHECK_OK(pool_fail(EXDEV));
+}
+static void cw_own(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&cws->own_runs, 1);
+}
+
+static atomic_uint cw_waiting; /* children inside their wait for `shared` */
+
+static void cw_child(void *arg) {
+  size_t i = (size_t)(uintptr_t)arg;
+  if (i == CW_CHILDREN / 2) CHECK_OK(pool_job_start(&cws->held)); /* the releaser */
+  CHECK_OK(pool_job_submit(NULL, &cws->own[i], cw_own, NULL));
+  atomic_fetch_add(&cw_waiting, 1);
+  cws->rc[i] = pool_job_wait(&cws->shared);
+  atomic_fetch_sub(&cw_waiting, 1);
+  cws->own_rc[i] = pool_job_wait(&cws->own[i]);
+}
+
+typedef struct cw_run {
+  pool_t *pool;
+  int from_task;
+} cw_run;
+
+static void cw_group(void *arg) {
+  cw_run *run = arg;
+  pool_group_t g;
+  CHECK_OK(pool_group_init(&g, run->from_task ? NULL : run->pool));
+  for (size_t i = 0; i < CW_CHILDREN; i++)
+    CHECK_OK(pool_group_spawn(&g, cw_child, (void *)(uintptr_t)i));
+  CHECK_OK(pool_group_wait(&g));
+}
+
+typedef struct cw_round {
+  cw_run run;
+  atomic_uint done;
+} cw_round;
+
+/* A round, on a thread of its own: from main's point of view, a group
+ * waited for from outside, or from a task. */
+static void *cw_round_thread(void *arg) {
+  cw_round *cr = arg;
+  if (cr->run.from_task) {
+    pool_job_t t;
+    CHECK_OK(pool_job_submit(cr->run.pool, &t, cw_group, &cr->run));
+    CHECK_OK(pool_job_wait(&t));
+  } else {
+    cw_group(&cr->run);
+  }
+  atomic_store(&cr->done, 1);
+  return NULL;
+}
+
+static void child_waits_job(pool_t *p) {
+  /* Each waiting child holds its thread (wspool.h, pool_job_wait): up to
+   * all of them at once, before the releaser runs. */
+  CHECK_OK(pool_set_standin_limit(p, CW_CHILDREN));
+  unsigned long rounds = check_iters(100);
+  cws = calloc(1, sizeof *cws);
+  CHECK(cws);
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&cws->shared_runs, 0);
+    atomic_store(&cws->own_runs, 0);
+    CHECK_OK(pool_job_init(&cws->held, p, cw_held, NULL));
+    CHECK_OK(pool_job_init(&cws->shared, p, cw_shared, NULL));
+    CHECK_OK(pool_job_after(&cws->shared, &cws->held));
+    CHECK_OK(pool_job_start(&cws->shared));
+    cw_round cr = {{p, (int)(r % 2)}, 0};
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, cw_round_thread, &cr));
+    /* A liveness bound (30 s times WSPOOL_STRESS), not a timing figure. */
+    if (!job_wait_until(&cr.done, 1))
+      FAIL("round %lu (group waited for %s), %u workers: stuck, %u children waiting for the "
+           "job that another child (not run yet) releases\n",
+           r, cr.run.from_task ? "from a task" : "from outside", pool_threads(p),
+           atomic_load(&cw_waiting));
+    CHECK_OK(pthread_join(th, NULL));
+    CHECK_EQ(pool_job_wait(&cws->shared), EXDEV);
+    CHECK_EQ(atomic_load(&cws->shared_runs), 1);
+    CHECK_EQ(atomic_load(&cws->own_runs), CW_CHILDREN);
+    for (size_t i = 0; i < CW_CHILDREN; i++) {
+      CHECK_EQ(cws->rc[i], EXDEV);
+      CHECK_OK(cws->own_rc[i]);
+    }
+  }
+  free(cws);
+}
+
+static void case_child_waits_job(void) { ON_POOLS(child_waits_job, 1, 2, 4); }
+
+/* ---- other_pool ------------------------------------------------------------------ */
+
+typedef struct op_state {
+  pool_t *a, *b;
+  pool_job_t ja, jb;
+  atomic_uint ra, rb;
+  int rc_task, rc_job;
+} op_state;
+
+static void op_a(void *arg) {
+  op_state *s = arg;
+  job_busy(5000);
+  atomic_fetch_add(&s->ra, 1);
+}
+static void op_b(void *arg) {
+  op_state *s = arg;
+  atomic_fetch_add(&s->rb, 1);
+  CHECK_OK(pool_fail(EMLINK));
+}
+/* A task of b: waits for ja (pool a), then starts jb and waits for it. */
+static void op_task(void *arg) {
+  op_state *s = arg;
+  CHECK(pool_current() == s->b);
+  s->rc_task = pool_job_wait(&s->ja);
+  CHECK_OK(pool_job_start(&s->jb));
+  s->rc_job = pool_job_wait(&s->jb);
+}
+
+static void case_other_pool(void) {
+  unsigned long rounds = check_iters(300);
+  op_state s = {make_pool(1), make_pool(2), {{0}}, {{0}}, 0, 0, 0, 0};
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&s.ra, 0);
+    atomic_store(&s.rb, 0);
+    s.rc_task = s.rc_job = -1;
+    CHECK_OK(pool_job_init(&s.jb, s.a, op_b, &s));
+    CHECK_OK(pool_job_submit(s.a, &s.ja, op_a, &s));
+    pool_job_t t;
+    CHECK_OK(pool_job_submit(s.b, &t, op_task, &s));
+    CHECK_OK(pool_job_wait(&t));
+    CHECK_OK(s.rc_task);
+    CHECK_EQ(s.rc_job, EMLINK);
+    CHECK_EQ(atomic_load(&s.ra), 1);
+    CHECK_EQ(atomic_load(&s.rb), 1);
+  }
+  CHECK_OK(pool_destroy(s.a));
+  CHECK_OK(pool_destroy(s.b));
+}
+
+/* ---- storage_reuse ---------------------------------------------------------------- */
+
+static atomic_ulong reuse_sum;
+static void reuse_fn(void *arg) { atomic_fetch_add(&reuse_sum, (unsigned long)(uintptr_t)arg); }
+
+static void reuse_loop(void *arg) {
+  unsigned long n = (unsigned long)(uintptr_t)arg;
+  pool_job_t j;
+  for (unsigned long i = 1; i <= n; i++) {
+    CHECK_OK(pool_job_submit(NULL, &j, reuse_fn, (void *)(uintptr_t)i));
+    CHECK_OK(pool_job_wait(&j));
+  }
+}
+
+static void storage_reuse(pool_t *p) {
+  unsigned long n = check_iters(5000);
+  atomic_store(&reuse_sum, 0);
+  pool_job_t j;
+  for (unsigned long i = 1; i <= n; i++) {
+    CHECK_OK(pool_job_submit(p, &j, reuse_fn, (void *)(uintptr_t)i));
+    if (i % 2) {
+      CHECK_OK(pool_job_wait(&j));
+    } else {
+      while (pool_job_status(&j) == EINPROGRESS) sched_yield();
+      CHECK_OK(pool_job_status(&j));
+    }
+  }
+  CHECK_EQ(atomic_load(&reuse_sum), n * (n + 1) / 2);
+  atomic_store(&reuse_sum, 0);
+  CHECK_OK(pool_job_submit(p, &j, reuse_loop, (void *)(uintptr_t)n));
+  CHECK_OK(pool_job_wait(&j));
+  CHECK_EQ(atomic_load(&reuse_sum), n * (n + 1) / 2);
+}
+
+static void case_storage_reuse(void) { ON_POOLS(storage_reuse, 1, 2, 4); }
+
+TEST_MAIN(300, TEST_CASE(outside_many), TEST_CASE(status_phases), TEST_CASE(job_waits_job),
+          TEST_CASE(wait_chain), TEST_CASE(child_waits_job), TEST_CASE(other_pool),
+          TEST_CASE(storage_reuse))

@@ -361,7 +361,14 @@ _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too
  * block on it; after it the group may be gone and only the pool is
  * touched. Outside threads are woken only when one set GROUP_WAITER. */
 static void group_done(ws_group *g, struct pool *p) {
-  int64_t old = ws_i64_fetch_add(&g->pending, -1, ws_seq_cst);
+  /* The decrement that ends a round also clears GROUP_CONT, in one step:
+   * a child spawned and finished right after it must not find the bit and
+   * release the continuation a second time. */
+  int64_t old = ws_i64_load(&g->pending, ws_relaxed), nv;
+  do {
+    nv = old - 1;
+    if ((old & GROUP_COUNT) == 1) nv &= ~GROUP_CONT;
+  } while (!ws_i64_cas(&g->pending, &old, nv, ws_seq_cst));
   WS_ASSERT((old & GROUP_COUNT) >= 1);
   /* By address only: the group may be gone (or reused: then this may
    * clear the new one's entry, a missed report, never a false one). */
@@ -375,11 +382,10 @@ static void group_done(ws_group *g, struct pool *p) {
      * before its release CAS of the bit, which our decrement read. */
     ws_job *j = ws_ptr_load(&g->cont, ws_relaxed);
     int status = ws_ctx_take_result(&g->unit);
-    ws_ptr_store(&g->cont, NULL, ws_relaxed); /* free for the next one */
-    /* The bit is ours to clear (a spawn meanwhile counts in the next
-     * round); acq_rel: what the round did happens before whatever reuses
-     * the group after the continuation ran. After it, g is not touched. */
-    ws_i64_fetch_add(&g->pending, -GROUP_CONT, ws_acq_rel);
+    /* Free for the next one (a registration meanwhile finds it taken:
+     * EBUSY). Release: what the round did happens before whatever reuses
+     * the group after taking the slot. After it, g is not touched. */
+    ws_ptr_store(&g->cont, NULL, ws_release);
     ws_job_release(j, status);
     return;
   }
@@ -447,7 +453,7 @@ int pool_job_after_group(pool_job_t *pj, pool_group_t *pg) {
   /* The slot first: one registration at a time holds it (relaxed: only
    * its value matters; the bit's CAS below publishes it). */
   void *none = NULL;
-  if (!ws_ptr_cas(&g->cont, &none, j, ws_relaxed)) return EBUSY;
+  if (!ws_ptr_cas(&g->cont, &none, j, ws_acquire)) return EBUSY;
   ws_job_hold(j);
   int64_t v = ws_i64_load(&g->pending, ws_relaxed);
   for (;;) {

@@ -759,8 +759,9 @@ POOL_API int pool_fail(int err);
  *
  * <b>Life of a job.</b> pool_job_init() prepares it; pool_job_after() and
  * pool_job_after_group() add predecessors until pool_job_start(); it runs
- * once started and every predecessor completed; it is complete after its
- * function returned (or it was skipped). Every job initialised must be
+ * once started and every predecessor completed (so, while it runs, every
+ * predecessor's status is final and its storage free); it is complete
+ * after its function returned (or it was skipped). Every job initialised must be
  * started (a job never started holds back every job put after it), and
  * its storage must stay valid until it is complete: until pool_job_wait()
  * returned, or pool_job_status() returned something other than
@@ -783,8 +784,9 @@ POOL_API int pool_fail(int err);
  * one released successor next, directly); otherwise on the pool's global
  * queue. Ready jobs (started, every predecessor complete) count as
  * submitted tasks: pool_wait_idle() waits for them, and pool_destroy()
- * runs them before it returns; a job is ready by the time its last
- * predecessor reports complete. Dependencies may cross pools.
+ * runs them before it returns; so do both for a started job whose last
+ * predecessor already reported complete when they were called, in any
+ * pool. Dependencies may cross pools.
  *
  * examples/pipeline.c (a bounded pipeline) and examples/wavefront.c (a
  * dependency graph) are whole programs.

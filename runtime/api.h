@@ -32,6 +32,14 @@ int ws_enter(struct pool *p);
 int ws_enter_any(struct pool *p);
 void ws_leave(struct pool *p);
 
+/* A submission reserved ahead of a push (jobs released by another pool's
+ * thread, job.c): until ws_unreserve, pool_wait_idle and destroy's drain
+ * count it not finished, and the reserver is inside the gate and may push
+ * with WS_GQ_FORCE (counted, so the task counts on its own). 0, or
+ * ws_enter's error and nothing reserved. */
+int ws_reserve(struct pool *p);
+void ws_unreserve(struct pool *p);
+
 /* Placement (placement.c; docs/design.md 13).
  * plan: decide each worker's PU and NUMA node (before workers exist, so
  *       their memory can be allocated on their node); ENOTSUP when binding

@@ -31,7 +31,7 @@ static int spawn_outside(struct pool *p, ws_frame *f) {
   ws_ptr_store(&f->thief, NULL, ws_relaxed);
   /* Relaxed: the queue's lock publishes it. */
   ws_u32_store(&f->state, frame_state(f, FRAME_SPAWNED), ws_relaxed);
-  rc = ws_push_global(p, &f->hdr, false);
+  rc = ws_push_global(p, &f->hdr, 0);
   if (rc) ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   ws_leave(p);
   return rc;
@@ -500,7 +500,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
    * its run, which comes after this in happens-before. */
   int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
   if (WS_DEBUG && (had & GROUP_COUNT) == 0) ws_debug_busy_set(g, true);
-  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, false);
+  rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, 0);
   if (rc == 0) {
     if (!inside) ws_leave(p);
     return 0;

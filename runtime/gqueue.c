@@ -114,15 +114,15 @@ static void publish_count(ws_gqueue *q) {
   if (ws_i64_load(&q->size_hint, ws_relaxed) != now) ws_i64_store(&q->size_hint, now, ws_relaxed);
 }
 
-int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool counted) {
+int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, unsigned flags) {
   int rc = 0;
   pthread_mutex_lock(&q->lock);
-  if (q->closed) {
+  if (q->closed && !(flags & WS_GQ_FORCE)) {
     rc = ESHUTDOWN;
   } else if ((rc = reserve(q, 1)) == 0) {
     q->ring[(q->head + q->count) % q->cap] = (ws_gitem){NULL, task};
     q->count++;
-    if (counted) ws_u64_store(&q->fns_pushed, ws_u64_load(&q->fns_pushed, ws_relaxed) + 1, ws_relaxed);
+    if (flags & WS_GQ_COUNTED) ws_u64_store(&q->fns_pushed, ws_u64_load(&q->fns_pushed, ws_relaxed) + 1, ws_relaxed);
     publish_count(q);
   }
   pthread_mutex_unlock(&q->lock);

@@ -48,9 +48,13 @@ int ws_gqueue_init(ws_gqueue *q);
 /* `owned`: false for a queue inherited across fork(), whose lock may be
  * held by a thread of the parent: only the ring is freed. */
 void ws_gqueue_destroy(ws_gqueue *q, bool owned);
-/* A runtime task: 0, ENOMEM, or ESHUTDOWN when the queue is closed.
- * `counted`: it counts in fns_pushed, as a submission (a job). */
-int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, bool counted);
+/* How ws_gqueue_push_task pushes: COUNTED, it counts in fns_pushed, as a
+ * submission (a job); FORCE, even when the queue is closed (a job whose
+ * submission was reserved before the close: submit.c, ws_reserve). */
+enum { WS_GQ_COUNTED = 1, WS_GQ_FORCE = 2 };
+/* A runtime task: 0, ENOMEM, or ESHUTDOWN when the queue is closed (and
+ * not FORCE). `flags`: WS_GQ_*. */
+int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, unsigned flags);
 /* fn(args[i]) for i < n (fn(NULL) each when args is NULL), all or none:
  * 0, ENOMEM or ESHUTDOWN (when closed: these are always pool_submit's). */
 int ws_gqueue_push_fns(ws_gqueue *q, ws_fn fn, void *const *args, size_t n);

@@ -23,9 +23,18 @@
 enum { EDGE_BLOCK = 31 };
 
 typedef struct job_edge {
-  struct job_edge *next; /* the next edge of the predecessor's list */
-  ws_job *succ;          /* whose edge it is; NULL: a free slot of `own` */
+  /* The next edge of the predecessor's list; once the list is closed, its
+   * completer's alone, tagged EDGE_RESERVED (job_complete). */
+  struct job_edge *next;
+  ws_job *succ; /* whose edge it is; NULL: a free slot of `own` */
 } job_edge;
+
+/* On `next` of a closed list's edge: its successor's pool is reserved. */
+#define EDGE_RESERVED ((uintptr_t)1)
+
+static job_edge *edge_next(const job_edge *e) {
+  return (job_edge *)((uintptr_t)e->next & ~EDGE_RESERVED);
+}
 
 typedef struct edge_block {
   struct edge_block *next;
@@ -95,6 +104,18 @@ ws_job *ws_job_unstarted(pool_job_t *pj) {
   return j && ws_u64_load(&j->magic, ws_relaxed) == JOB_NEW(j) ? j : NULL;
 }
 
+/* Waits until (*word & mask) == 0: for a step another thread is a few
+ * instructions from (yielding, in case it was preempted). Acquire: what
+ * that thread did before its clear. */
+static void spin_until_clear(ws_i64 *word, int64_t mask) {
+  for (unsigned spin = 0; ws_i64_load(word, ws_acquire) & mask; spin++) {
+    if (spin < 64)
+      ws_cpu_relax();
+    else
+      sched_yield();
+  }
+}
+
 /* j's count reached zero: it will run (or be skipped when it runs). On a
  * worker of its pool it counts as a submission now (submit.c, completion
  * accounting) and job_settle queues it once its releaser completed (a
@@ -102,8 +123,9 @@ ws_job *ws_job_unstarted(pool_job_t *pj) {
  * thread it is queued at once, inside its pool's gate, so that a
  * pool_wait_idle() or a pool_destroy() that saw the releaser complete
  * covers it; `pending`, 0 now, holds 1 meanwhile, and j does not complete
- * before job_settle clears it. */
-static void job_ready(ws_job *j, ws_worker *w, rel_q *q) {
+ * before job_settle clears it. A predecessor's completer that reserved
+ * j's pool (`reserved`: job_complete) pushes it and is done with it. */
+static void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
   /* Every predecessor let go of its edge before its decrement, and the
    * last decrement (acq_rel) saw them all: the blocks are ours. */
   for (edge_block *b = j->u.more, *n; b; b = n) {
@@ -117,11 +139,17 @@ static void job_ready(ws_job *j, ws_worker *w, rel_q *q) {
     q->ready = j;
     return;
   }
-  int rc = ws_enter(p);
+  int rc;
+  if (reserved) {
+    /* Inside the gate since before the close, if any (ws_reserve). */
+    if ((rc = ws_push_global(p, &j->hdr, WS_GQ_COUNTED | WS_GQ_FORCE)) == 0) return;
+    goto refused;
+  }
+  rc = ws_enter(p);
   if (rc == 0) {
     /* Relaxed: the push below is a release. */
     ws_i64_store(&j->pending, 1, ws_relaxed);
-    rc = ws_push_global(p, &j->hdr, true);
+    rc = ws_push_global(p, &j->hdr, WS_GQ_COUNTED);
     if (rc == 0) {
       j->u.next = q->held;
       q->held = j;
@@ -130,6 +158,7 @@ static void job_ready(ws_job *j, ws_worker *w, rel_q *q) {
     ws_i64_store(&j->pending, 0, ws_relaxed);
     ws_leave(p);
   }
+refused:
   /* Refused (ESHUTDOWN: the pool is being destroyed; ENOMEM; EOWNERDEAD):
    * it completes unrun, with that status, counted nowhere. */
   ws_ctx_fail(&j->unit, rc);
@@ -138,45 +167,56 @@ static void job_ready(ws_job *j, ws_worker *w, rel_q *q) {
 }
 
 /* A predecessor of j completed (or j's start, or its group's end). */
-static void job_release(ws_job *j, int status, ws_worker *w, rel_q *q) {
+static void job_release(ws_job *j, int status, ws_worker *w, rel_q *q, bool reserved) {
   if (status) ws_ctx_fail(&j->unit, status); /* the first one sticks (EALREADY after) */
   /* acq_rel: the releases of every earlier decrement (each after its
    * predecessor let go of its edge) reach the one that reaches zero. */
-  if (ws_i64_fetch_add(&j->pending, -1, ws_acq_rel) == 1) job_ready(j, w, q);
+  if (ws_i64_fetch_add(&j->pending, -1, ws_acq_rel) == 1) job_ready(j, w, q, reserved);
 }
 
-/* j ran (or was skipped) with `status`: close its list, release the
- * successors (their failure first: a failed predecessor that completes
- * later records its own after), then publish the status, j's last touch
- * (a waiter may free it then). The ready ones are queued by job_settle. */
+/* j ran (or was skipped) with `status`: close its list, publish the
+ * status, j's last touch (a waiter may free it then), then release the
+ * successors, so that none completes before j (design.md 9.2). Their
+ * failure is recorded first (a failed predecessor that completes later
+ * records its own after); a successor in a pool the completer is no
+ * worker of has that pool reserved (ws_reserve) across the publish, so a
+ * pool_wait_idle() or a pool_destroy() that saw j complete covers it.
+ * The ready ones are queued by job_settle. */
 static void job_complete(ws_job *j, int status, ws_worker *w, rel_q *q) {
   struct pool *p = j->pool;
   /* acq_rel: acquire, every edge pushed before (release CAS in
    * pool_job_after) is complete, its successor counted; release, an
    * after() that finds it closed (acquire) sees j's writes. */
   job_edge *e = ws_ptr_xchg(&j->succ, SUCC_CLOSED(status), ws_acq_rel);
-  if (status)
-    for (job_edge *f = e; f; f = f->next) ws_ctx_fail(&f->succ->unit, status);
-  while (e) {
-    job_edge *next = e->next; /* before the decrement: the edge is its successor's */
-    job_release(e->succ, 0, w, q);
-    e = next;
+  /* The list is ours now: nothing else reads or writes its `next`s. */
+  for (job_edge *f = e, *n; f; f = n) {
+    n = edge_next(f);
+    ws_job *s = f->succ;
+    if (status) ws_ctx_fail(&s->unit, status);
+    if (!(w && w->pool == s->pool) && ws_reserve(s->pool) == 0)
+      f->next = (job_edge *)((uintptr_t)f->next | EDGE_RESERVED);
   }
   /* Queued from outside by a releaser that has not completed yet
    * (job_ready): wait for it (a few instructions, unless it was
    * preempted). Acquire: its clear is its last touch of j. */
-  for (unsigned spin = 0; ws_i64_load(&j->pending, ws_acquire) != 0; spin++) {
-    if (spin < 64)
-      ws_cpu_relax();
-    else
-      sched_yield();
-  }
+  spin_until_clear(&j->pending, ~(int64_t)0);
   /* seq_cst: the latch's completer store, which an outside waiter's
    * registration (its CAS of the waiter bit) pairs with (design.md 5.7).
-   * After it j may be gone: only the pool and the released jobs (not
-   * queued yet, so alive) are touched. */
+   * After it j may be gone: only the pool and the successors (each alive
+   * until our decrement) are touched. */
   int64_t old = ws_i64_xchg(&j->busy, (int64_t)status << BUSY_SHIFT, ws_seq_cst);
   ws_latch_notify(p, WS_WAKE_WORKER | (old & BUSY_WAITER ? WS_WAKE_OUTSIDE : 0));
+  /* Each successor's edge is its own memory, alive until our decrement
+   * (the last of them makes it ready): read all we need of it first. */
+  while (e) {
+    job_edge *next = edge_next(e);
+    bool reserved = (uintptr_t)e->next & EDGE_RESERVED;
+    ws_job *s = e->succ;
+    struct pool *sp = s->pool;
+    job_release(s, 0, w, q, reserved);
+    if (reserved) ws_unreserve(sp); /* after its push */
+    e = next;
+  }
 }
 
 /* After the releaser completed: lets the held jobs complete, queues the
@@ -196,7 +236,7 @@ static void job_settle(ws_worker *w, rel_q *q) {
       q->ready = j->u.next;
       /* Made ready inside an isolated computation: not for its waits
        * (design.md 7.5), the global queue (counted already). */
-      if (ws_isolation() && ws_push_global(j->pool, &j->hdr, false) == 0) continue;
+      if (ws_isolation() && ws_push_global(j->pool, &j->hdr, 0) == 0) continue;
       if (q->tail_ok && !q->tail) {
         q->tail = j;
       } else if (ws_push(w, &j->hdr) != 0) {
@@ -242,7 +282,7 @@ static void job_exec(ws_task *t, ws_worker *w) {
 static void release_here(ws_job *j, int status) {
   rel_q q = {.tail_ok = false};
   ws_worker *w = ws_self();
-  job_release(j, status, w, &q);
+  job_release(j, status, w, &q, false);
   job_settle(w, &q);
 }
 
@@ -314,7 +354,10 @@ int pool_job_after(pool_job_t *pj, pool_job_t *ppred) {
   void *h = ws_ptr_load(&pred->succ, ws_acquire);
   for (;;) {
     if ((uintptr_t)h & 1u) {
-      /* pred is complete: the edge is satisfied now. */
+      /* pred's completer closed the list: the edge is satisfied now, once
+       * pred's status is published (a few instructions after the close,
+       * job_complete), so that j never runs before pred is complete. */
+      spin_until_clear(&pred->busy, BUSY_NOT_DONE);
       edge_undo(j, e);
       int status = (int)((uintptr_t)h >> 1);
       if (status) ws_ctx_fail(&j->unit, status);

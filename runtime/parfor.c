@@ -350,7 +350,7 @@ static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, s
     }
     if (r && inside && ws_push(w, &r->start) == 0) continue;
     if (r && !inside) {
-      int rc = ws_push_global(p, &r->start, false);
+      int rc = ws_push_global(p, &r->start, 0);
       if (rc == 0) {
         started = true;
         continue;

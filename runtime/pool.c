@@ -340,9 +340,11 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
 int ws_enter(struct pool *p) {
   if (ws_pool_forked(p)) return EOWNERDEAD;
   /* Relaxed is enough for the decision (one location: its RMWs are totally
-   * ordered); acquire only orders this caller's later reads of the pool
-   * after pool_create's release that opened the gate. */
-  uint32_t v = ws_u32_fetch_add(&p->gate, 1, ws_acquire);
+   * ordered). Acquire orders this caller's later reads of the pool after
+   * pool_create's release that opened the gate; release, what it did
+   * before (a reservation, ws_reserve) before a later close (destroy's
+   * acq_rel CAS reads this RMW or a later one of its release sequence). */
+  uint32_t v = ws_u32_fetch_add(&p->gate, 1, ws_acq_rel);
   if (v & WS_GATE_CLOSED) {
     ws_leave(p);
     return ESHUTDOWN;
@@ -364,6 +366,31 @@ void ws_leave(struct pool *p) {
   /* The last one out of a closed pool wakes destroy. The word outlives the
    * pool, so touching it after the decrement is safe. */
   if (v == (WS_GATE_CLOSED | 1)) ws_futex_wake(&p->gate, INT_MAX);
+}
+
+/* A reservation (api.h; docs/design.md 9.2) counts first and enters after:
+ * a destroy whose close follows the entry in the gate's order synchronises
+ * with it (the entry's release half), so its drain reads the count; one
+ * whose close came first refuses the entry, and the count is taken back. */
+int ws_reserve(struct pool *p) {
+  /* Relaxed: ordered by the entry's release below. */
+  ws_u64_fetch_add(&p->resv, 1, ws_relaxed);
+  int rc = ws_enter(p);
+  if (rc) {
+    ws_u64_fetch_add(&p->resv_done, 1, ws_release);
+    ws_event_notify(&p->ext); /* a drain may have seen the count */
+  }
+  return rc;
+}
+
+void ws_unreserve(struct pool *p) {
+  /* Release: pairs with ws_submits_idle's seq_cst load; whoever sees the
+   * reservation end sees the push before it (fns_pushed). */
+  ws_u64_fetch_add(&p->resv_done, 1, ws_release);
+  /* Its fence orders the store above before the read of the waiter count,
+   * as a worker's announcement does (worker.c, nothing_found). */
+  ws_event_notify(&p->ext);
+  ws_leave(p);
 }
 
 /* A pool inherited across fork(): its threads do not exist here and its

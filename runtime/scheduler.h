@@ -133,6 +133,9 @@ struct pool {
   struct pool *next_any;
   ws_u32 dumpable;
   struct pool *next_free;       /* the free list of destroyed pools */
+  /* Submissions reserved and their reservations ended (ws_reserve, pool.c),
+   * counted by ws_submits_idle on the submitted and the finished side. */
+  ws_u64 resv, resv_done;
   ws_gqueue gq[WS_LANES];       /* the global queue, a part per lane */
   ws_sleep sleep;
   ws_event ext;                 /* outside waiters */
@@ -344,9 +347,10 @@ enum { WS_BATCH_CAP = 62 };
 ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n);
 
 /* Put a runtime task on the pool's global queue, the caller's lane
- * (outside threads); `counted`: as a submission (a job), which its run
- * counts finished (ws_submit_finished). */
-int ws_push_global(struct pool *p, ws_task *t, bool counted);
+ * (outside threads); `flags` as ws_gqueue_push_task's: WS_GQ_COUNTED, as
+ * a submission (a job), which its run counts finished
+ * (ws_submit_finished); WS_GQ_FORCE, reserved (ws_reserve). */
+int ws_push_global(struct pool *p, ws_task *t, unsigned flags);
 
 /* Owner only: count n submissions from worker w (its own pool's) before
  * they can run. */

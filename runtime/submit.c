@@ -37,7 +37,9 @@ bool ws_submits_idle(struct pool *p) {
   /* Stand-ins (design.md 5.9) run and submit tasks too; one started after
    * this read counts only submissions we may read next (not idle: safe). */
   finished += ws_standins_finished(p);
-  uint64_t submitted = 0;
+  /* Reservations (ws_reserve): the end on the finished side, read first. */
+  finished += ws_u64_load(&p->resv_done, ws_seq_cst);
+  uint64_t submitted = ws_u64_load(&p->resv, ws_relaxed);
   for (unsigned l = 0; l < WS_LANES; l++) submitted += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
   for (unsigned i = 0; i < p->nthreads; i++) submitted += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
   submitted += ws_standins_submitted(p);
@@ -369,8 +371,8 @@ int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n) {
   return rc;
 }
 
-int ws_push_global(struct pool *p, ws_task *t, bool counted) {
-  int rc = ws_gqueue_push_task(&p->gq[ws_lane()], t, counted);
+int ws_push_global(struct pool *p, ws_task *t, unsigned flags) {
+  int rc = ws_gqueue_push_task(&p->gq[ws_lane()], t, flags);
   if (rc == 0) ws_sleep_notify(&p->sleep);
   return rc;
 }

@@ -73,6 +73,7 @@ count_log() {
 }
 
 for c in $configs; do
+  leg_start=$SECONDS
   dir="$root/build-test/$c"
   opts=$(opts_for "$c") || { echo "unknown config $c"; failed=$((failed + 1)); continue; }
   echo "=== $c: meson setup $opts"
@@ -99,6 +100,8 @@ for c in $configs; do
     meson test -C "$dir" --print-errorlogs
     count_log "$c" "$dir/meson-logs/testlog.json"
   fi
+  # Each leg's length (build and tests), for the run's time budget.
+  echo "=== $c: $((SECONDS - leg_start)) s"
 done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -634,14 +634,22 @@ static void case_concurrent_register(void) { ON_POOLS(concurrent_register, 2); }
 
 /* ---- reuse: the continuation starts the next round ------------------------------------ */
 
-typedef struct ru_state {
+typedef struct ru_state ru_state;
+
+typedef struct ru_round {
+  ru_state *s;
+  unsigned k;
+} ru_round;
+
+struct ru_state {
   pool_t *pool;
   pool_group_t g;
-  cont *c; /* one per round */
+  cont *c;      /* one per round */
+  ru_round *rr; /* each continuation's argument */
   unsigned rounds;
-  atomic_uint next; /* rounds whose continuation ran */
+  atomic_uint done; /* continuations that ran */
   atomic_uint children;
-} ru_state;
+};
 
 static void ru_child(void *arg) {
   atomic_fetch_add(&((ru_state *)arg)->children, 1);
@@ -651,17 +659,18 @@ static void ru_child(void *arg) {
 /* Round k's continuation: spawns round k + 1 into the same group and puts
  * the next continuation after it. */
 static void ru_cont(void *arg) {
-  ru_state *s = arg;
-  unsigned k = atomic_load(&s->next);
+  ru_round *rr = arg;
+  ru_state *s = rr->s;
+  unsigned k = rr->k;
   cont_fn(&s->c[k]);
   CHECK_EQ(atomic_load(&s->children), 4 * (k + 1));
   if (k + 1 < s->rounds) {
     for (int i = 0; i < 4; i++) CHECK_OK(pool_group_spawn(&s->g, ru_child, s));
-    CHECK_OK(pool_job_init(&s->c[k + 1].job, s->pool, ru_cont, s));
+    CHECK_OK(pool_job_init(&s->c[k + 1].job, s->pool, ru_cont, &s->rr[k + 1]));
     CHECK_OK(pool_job_after_group(&s->c[k + 1].job, &s->g));
     CHECK_OK(pool_job_start(&s->c[k + 1].job));
   }
-  atomic_store(&s->next, k + 1);
+  atomic_fetch_add(&s->done, 1);
 }
 
 static void reuse(pool_t *p) {
@@ -670,14 +679,16 @@ static void reuse(pool_t *p) {
   s->pool = p;
   s->rounds = (unsigned)check_iters(500);
   s->c = calloc(s->rounds, sizeof(cont));
-  CHECK(s->c);
+  s->rr = calloc(s->rounds, sizeof(ru_round));
+  CHECK(s->c && s->rr);
+  for (unsigned k = 0; k < s->rounds; k++) s->rr[k] = (ru_round){s, k};
   CHECK_OK(pool_group_init(&s->g, p));
   for (int i = 0; i < 4; i++) CHECK_OK(pool_group_spawn(&s->g, ru_child, s));
-  CHECK_OK(pool_job_init(&s->c[0].job, p, ru_cont, s));
+  CHECK_OK(pool_job_init(&s->c[0].job, p, ru_cont, &s->rr[0]));
   CHECK_OK(pool_job_after_group(&s->c[0].job, &s->g));
   CHECK_OK(pool_job_start(&s->c[0].job));
-  if (!job_wait_until(&s->next, s->rounds))
-    FAIL("the chain of continuations stopped after %u rounds\n", atomic_load(&s->next));
+  if (!job_wait_until(&s->done, s->rounds))
+    FAIL("the chain of continuations stopped after %u rounds\n", atomic_load(&s->done));
   for (unsigned k = 0; k < s->rounds; k++) {
     CHECK_OK(pool_job_wait(&s->c[k].job));
     CHECK_EQ(atomic_load(&s->c[k].runs), 1);
@@ -695,6 +706,7 @@ static void reuse(pool_t *p) {
   CHECK_OK(pool_group_init(&s->g, p));
   CHECK_OK(pool_group_wait(&s->g));
   free(s->c);
+  free(s->rr);
   free(s);
 }
 

@@ -88,6 +88,10 @@ struct jdag {
   size_t nedges, cap;
   size_t *pstart;
   unsigned *plist;
+  /* Runs that found a predecessor not complete (pool_job_status said
+   * EINPROGRESS): a job runs only after each has completed, its status
+   * final and its storage free to reuse. */
+  atomic_uint early;
 };
 
 static inline uint64_t job_mix(uint64_t x) {
@@ -106,10 +110,17 @@ static inline uint64_t jnode_value(const jdag *d, size_t i) {
   return v;
 }
 
+/* Counts the predecessors of node i that have not completed yet. */
+static inline void jnode_check_preds(jdag *d, size_t i) {
+  for (size_t k = d->pstart[i]; k < d->pstart[i + 1]; k++)
+    if (pool_job_status(&d->n[d->plist[k]].job) == EINPROGRESS) atomic_fetch_add(&d->early, 1);
+}
+
 static void jnode_fn(void *arg) {
   jnode *n = (jnode *)arg;
   atomic_store(&n->t_start, job_tick());
   atomic_fetch_add(&n->runs, 1);
+  jnode_check_preds(n->dag, n->idx);
   if (n->spin) job_busy(n->spin);
   n->value = jnode_value(n->dag, n->idx);
   if (n->fail) n->fail_rc = pool_fail(n->fail);
@@ -219,7 +230,11 @@ static inline unsigned *jorder(size_t n, int kind, uint64_t seed) {
 static const char *const jorder_name[] = {"first-to-last", "last-to-first", "random"};
 
 /* The rules above, node by node and edge by edge. */
-static inline void jdag_check(const jdag *d, const char *what) {
+static inline void jdag_check(jdag *d, const char *what) {
+  unsigned early = atomic_exchange(&d->early, 0);
+  if (early)
+    FAIL("%s: %u times a job ran while a predecessor's status was still EINPROGRESS\n", what,
+         early);
   /* For each node, whether some predecessor did not succeed: the edges
    * grouped by successor would need a sort; two passes over the edge list
    * keep it linear. */

@@ -28,6 +28,10 @@
  *                  number: every waiting child holds a thread).
  *  other_pool      a task of pool B waits for a job of pool A, and a job of
  *                  A for a job of B.
+ *  free_when_complete  jobs on the heap (a chain, fans, edge blocks, two
+ *                  pools, a group continuation) freed the moment
+ *                  pool_job_status() says complete, never waited for (the
+ *                  storage is free then: AddressSanitizer checks it).
  *  storage_reuse   one pool_job_t submitted, waited for and submitted again
  *                  many times, from main and from a task.
  * No timing assertions. */
@@ -474,6 +478,66 @@ static void case_other_pool(void) {
   CHECK_OK(pool_destroy(s.b));
 }
 
+/* ---- free_when_complete ------------------------------------------------------------ */
+
+/* Jobs on the heap, one allocation each, freed by main the moment
+ * pool_job_status() says complete (the header's promise: the storage is
+ * free then), in whatever order they complete: a chain, a fan-out and a
+ * fan-in (edge blocks) over two pools, and a group continuation. Under
+ * AddressSanitizer, a touch of a job after that is a use after free. */
+enum { FW_N = 48 };
+
+static atomic_uint fw_runs;
+static void fw_fn(void *arg) {
+  (void)arg;
+  job_busy(200);
+  atomic_fetch_add(&fw_runs, 1);
+}
+
+static void free_when_complete(pool_t *p) {
+  pool_t *q = make_pool(1);
+  unsigned long rounds = job_rounds(100, 30);
+  for (unsigned long r = 0; r < rounds; r++) {
+    pool_job_t *j[FW_N + 1];
+    atomic_store(&fw_runs, 0);
+    for (int k = 0; k <= FW_N; k++) {
+      j[k] = malloc(sizeof(pool_job_t));
+      CHECK(j[k]);
+      CHECK_OK(pool_job_init(j[k], k % 3 ? p : q, fw_fn, NULL));
+    }
+    /* 0 -> 1 -> ... -> 15; 15 -> 16..31; 16..31 and 32..47 -> 48; and
+     * job 32 after a group of the pool. */
+    for (int k = 1; k < 16; k++) CHECK_OK(pool_job_after(j[k], j[k - 1]));
+    for (int k = 16; k < 32; k++) CHECK_OK(pool_job_after(j[k], j[15]));
+    for (int k = 16; k < FW_N; k++) CHECK_OK(pool_job_after(j[FW_N], j[k]));
+    pool_group_t g;
+    CHECK_OK(pool_group_init(&g, p));
+    for (int c = 0; c < 4; c++) CHECK_OK(pool_group_spawn(&g, fw_fn, NULL));
+    CHECK_OK(pool_job_after_group(j[32], &g));
+    for (int k = FW_N; k >= 0; k--) CHECK_OK(pool_job_start(j[k]));
+    int left = FW_N + 1;
+    double end = job_now() + 30.0 * (double)test_stress_factor();
+    while (left) {
+      sched_yield(); /* the pools' threads need the cores more */
+      for (int k = 0; k <= FW_N; k++) {
+        if (!j[k]) continue;
+        int st = pool_job_status(j[k]);
+        if (st == EINPROGRESS) continue;
+        CHECK_OK(st);
+        free(j[k]);
+        j[k] = NULL;
+        left--;
+      }
+      if (left && job_now() > end) FAIL("round %lu: %d jobs never completed\n", r, left);
+    }
+    CHECK_EQ(atomic_load(&fw_runs), FW_N + 1 + 4);
+    CHECK_OK(pool_group_wait(&g)); /* the round ended: nothing pending */
+  }
+  CHECK_OK(pool_destroy(q));
+}
+
+static void case_free_when_complete(void) { ON_POOLS(free_when_complete, 1, 2, 4); }
+
 /* ---- storage_reuse ---------------------------------------------------------------- */
 
 static atomic_ulong reuse_sum;
@@ -512,4 +576,4 @@ static void case_storage_reuse(void) { ON_POOLS(storage_reuse, 1, 2, 4); }
 
 TEST_MAIN(300, TEST_CASE(outside_many), TEST_CASE(status_phases), TEST_CASE(job_waits_job),
           TEST_CASE(wait_chain), TEST_CASE(child_waits_job), TEST_CASE(other_pool),
-          TEST_CASE(storage_reuse))
+          TEST_CASE(free_when_complete), TEST_CASE(storage_reuse))

@@ -881,16 +881,18 @@ POOL_API int pool_job_submit(pool_t *pool, pool_job_t *job, pool_fn fn, void *ar
  * for a job whose waiter is suspended below it on the same stack, a
  * deadlock no order of jobs rules out. It waits in a blocking region
  * instead (pool_blocking_begin()): a stand-in thread runs the pool's work
- * meanwhile, so waits nested deeper than the workers plus
- * pool_standin_limit() stall. Inside tasks, prefer a continuation
+ * meanwhile. Each waiting task holds its thread, so more task waits at
+ * once (nested or side by side) than pool_standin_limit() stand-ins can
+ * cover stall the pool. Inside tasks, prefer a continuation
  * (pool_job_after()) to a wait. Any number of threads may wait for one job,
  * and its storage must outlive every wait. The job must have been started
  * (or must be, by another thread): waiting for a job nobody starts never
  * returns.
  * \param job an initialised job.
  * \return the job's status: 0; its failure (pool_fail() in it, or its
- *         first failed predecessor's); ECANCELED; ESHUTDOWN; or EINVAL
- *         for a NULL or uninitialised \p job.
+ *         first failed predecessor's); ECANCELED; ESHUTDOWN. Or, without
+ *         waiting: EINVAL for a NULL or uninitialised \p job; EOWNERDEAD
+ *         when its pool was inherited across fork().
  */
 POOL_API int pool_job_wait(pool_job_t *job);
 

@@ -205,7 +205,9 @@ static void job_complete(ws_job *j, int status, ws_worker *w, rel_q *q) {
    * After it j may be gone: only the pool and the successors (each alive
    * until our decrement) are touched. */
   int64_t old = ws_i64_xchg(&j->busy, (int64_t)status << BUSY_SHIFT, ws_seq_cst);
-  ws_latch_notify(p, WS_WAKE_WORKER | (old & BUSY_WAITER ? WS_WAKE_OUTSIDE : 0));
+  /* Every wait for a job blocks (pool_job_wait), none helps: no worker
+   * sleeps on this word, so only a registered waiter is woken. */
+  if (old & BUSY_WAITER) ws_latch_notify(p, WS_WAKE_OUTSIDE);
   /* Each successor's edge is its own memory, alive until our decrement
    * (the last of them makes it ready): read all we need of it first. */
   while (e) {

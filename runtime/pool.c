@@ -106,14 +106,16 @@ static struct pool *new_pool_struct(void) {
     if (posix_memalign((void **)&p, WS_CACHELINE, sizeof(*p)) != 0) return NULL;
     memset(p, 0, sizeof(*p));
     ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+    ws_event_init(&p->ext);
     pthread_mutex_lock(&global_lock);
     ws_dump_add(p);
     pthread_mutex_unlock(&global_lock);
     return p;
   }
   /* A reused struct: a late caller of its old pool may be counting itself
-   * in and out of the gate right now (it sees CLOSED and leaves), so the
-   * gate word and the fork generation it reads first are left alone. */
+   * in and out of the gate right now (it sees CLOSED and leaves), or be
+   * waiting on the event, so the fields before next_free are left alone
+   * (struct pool says why each stays consistent). */
   memset((char *)p + offsetof(struct pool, next_free), 0,
          sizeof(*p) - offsetof(struct pool, next_free));
   return p;
@@ -249,7 +251,6 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
     }
   }
   ws_sleep_init(&p->sleep);
-  ws_event_init(&p->ext);
   /* Stand-ins (docs/design.md 5.9): none yet (the struct is zeroed), and
    * the limit from WSPOOL_STANDINS, else 4 per worker. */
   pthread_mutex_init(&p->standin_lock, NULL);

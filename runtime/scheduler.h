@@ -132,13 +132,19 @@ struct pool {
    * those marked `dumpable` (from creation until destroy frees). */
   struct pool *next_any;
   ws_u32 dumpable;
-  struct pool *next_free;       /* the free list of destroyed pools */
+  /* Also kept on reuse: what a thread counted in the gate (ws_enter_any)
+   * may touch after destroy returned, while the struct may be taken by a
+   * new pool (a job of the old pool completing, a wait for one; job.c).
+   * Each stays consistent across pools: the event's waiters count
+   * themselves in and out, a late wake is spurious for the new pool, and
+   * every reservation ends (`resv` and `resv_done` count up together). */
+  ws_event ext; /* outside waiters */
   /* Submissions reserved and their reservations ended (ws_reserve, pool.c),
    * counted by ws_submits_idle on the submitted and the finished side. */
   ws_u64 resv, resv_done;
-  ws_gqueue gq[WS_LANES];       /* the global queue, a part per lane */
+  struct pool *next_free; /* the free list of destroyed pools; zeroed from here on reuse */
+  ws_gqueue gq[WS_LANES]; /* the global queue, a part per lane */
   ws_sleep sleep;
-  ws_event ext;                 /* outside waiters */
   WS_ALIGNED ws_u32 stop;       /* workers exit once they find no work */
   ws_u32 stopped;               /* workers that left their loop (worker.c) */
   unsigned nstarted;            /* threads started; set before `stop` */

@@ -118,13 +118,13 @@ static void spin_until_clear(ws_i64 *word, int64_t mask) {
 
 /* j's count reached zero: it will run (or be skipped when it runs). On a
  * worker of its pool it counts as a submission now (submit.c, completion
- * accounting) and job_settle queues it once its releaser completed (a
- * program may free the releaser as soon as j completed). From any other
- * thread it is queued at once, inside its pool's gate, so that a
- * pool_wait_idle() or a pool_destroy() that saw the releaser complete
- * covers it; `pending`, 0 now, holds 1 meanwhile, and j does not complete
- * before job_settle clears it. A predecessor's completer that reserved
- * j's pool (`reserved`: job_complete) pushes it and is done with it. */
+ * accounting) and job_settle queues it once the releaser's own work is
+ * done (the first such job may run next, directly). A predecessor's
+ * completer that reserved j's pool (`reserved`: job_complete) pushes it
+ * and is done with it. From any other thread (a start, a group's end) it
+ * is queued at once, inside its pool's gate; `pending`, 0 now, holds 1
+ * meanwhile, and j does not complete before job_settle clears it, once
+ * the releaser is out of the pool. */
 static void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
   /* Every predecessor let go of its edge before its decrement, and the
    * last decrement (acq_rel) saw them all: the blocks are ours. */

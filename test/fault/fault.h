@@ -6,6 +6,9 @@
  *
  *   fault_alloc_arm(k)    the k-th allocation from now (any thread) fails
  *                         with ENOMEM, once; 0 disarms
+ *   fault_alloc_arm_here(k)  the same, counting only the calling thread's
+ *                         allocations (a worker's, whenever it makes one,
+ *                         cannot take the failure meant for the call)
  *   fault_alloc_failed()  whether the armed failure happened
  *   fault_live()          allocations not yet freed (a counting leak check)
  *   fault_thread_arm(k)   the k-th pthread_create from now fails (EAGAIN)
@@ -50,9 +53,18 @@ static atomic_long fault_countdown; /* > 0: armed */
 static atomic_int fault_hit;
 static atomic_long fault_nlive;
 static atomic_long fault_thread_countdown;
+static atomic_int fault_one_thread; /* only fault_thread's allocations count */
+static pthread_t fault_thread;
 
 static inline void fault_alloc_arm(long k) {
   if (k > 0) atomic_store(&fault_hit, 0); /* disarming keeps the result */
+  atomic_store(&fault_one_thread, 0);
+  atomic_store(&fault_countdown, k);
+}
+static inline void fault_alloc_arm_here(long k) {
+  atomic_store(&fault_hit, 0);
+  fault_thread = pthread_self();
+  atomic_store(&fault_one_thread, 1); /* release: fault_thread before */
   atomic_store(&fault_countdown, k);
 }
 static inline int fault_alloc_failed(void) { return atomic_load(&fault_hit); }
@@ -62,6 +74,7 @@ static inline void fault_thread_arm(long k) { atomic_store(&fault_thread_countdo
 /* True when this allocation is the one to fail. */
 static inline int fault_now(void) {
   if (atomic_load_explicit(&fault_countdown, memory_order_relaxed) <= 0) return 0;
+  if (atomic_load(&fault_one_thread) && !pthread_equal(pthread_self(), fault_thread)) return 0;
   if (atomic_fetch_sub(&fault_countdown, 1) != 1) return 0;
   atomic_store(&fault_hit, 1);
   return 1;
@@ -144,6 +157,7 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 }
 #else
 static inline void fault_alloc_arm(long k) { (void)k; }
+static inline void fault_alloc_arm_here(long k) { (void)k; }
 static inline int fault_alloc_failed(void) { return 0; }
 static inline long fault_live(void) { return 0; }
 static inline void fault_thread_arm(long k) { (void)k; }

@@ -92,7 +92,7 @@ static void one_failing_edge(unsigned good, int extra_done, int check_leaks) {
     CHECK_OK(pool_job_init(&extra->job, p, node_fn, extra));
   }
   CHECK_OK(pool_wait_idle(p)); /* no worker allocates meanwhile */
-  fault_alloc_arm(1);
+  fault_alloc_arm_here(1); /* this thread's: the edge block */
   int rc = pool_job_after(&j.job, &extra->job);
   fault_alloc_arm(0);
   CHECK_EQ(rc, ENOMEM);

@@ -455,7 +455,10 @@ int pool_job_after_group(pool_job_t *pj, pool_group_t *pg) {
   void *none = NULL;
   if (!ws_ptr_cas(&g->cont, &none, j, ws_acquire)) return EBUSY;
   ws_job_hold(j);
-  int64_t v = ws_i64_load(&g->pending, ws_relaxed);
+  /* Acquire (here and the CAS's failure): a count of 0 read from the last
+   * child's decrement (a release) orders everything the round's children
+   * did before the job, which may run at once (a wait's acquire, 5.6). */
+  int64_t v = ws_i64_load(&g->pending, ws_acquire);
   for (;;) {
     if ((v & GROUP_COUNT) == 0) {
       /* Nothing pending: the round ends here. */
@@ -465,7 +468,7 @@ int pool_job_after_group(pool_job_t *pj, pool_group_t *pg) {
     }
     /* Release: `cont` before the last child, which reads it after its
      * decrement finds the bit. */
-    if (ws_i64_cas(&g->pending, &v, v | GROUP_CONT, ws_release)) return 0;
+    if (ws_i64_cas(&g->pending, &v, v | GROUP_CONT, ws_acq_rel)) return 0;
   }
 }
 

@@ -27,6 +27,9 @@
  *    least 10 M tasks/s and 3x the faster peer, 4 producers at least the
  *    1-producer rate, batches at least 30 M tasks/s, inside a task at
  *    least 20 M tasks/s.
+ *    Bounded: the 1-producer row again on a pool of 2 workers created with
+ *    max_queued = 64 (the producer waits whenever 64 of its tasks wait).
+ *    Target: at least half the unbounded 1-producer rate.
  * Environment: WSPOOL_BENCH_SUBMIT_N, WSPOOL_BENCH_WAKE_REPS,
  * WSPOOL_BENCH_WAKE_SLEEP_MS, WSPOOL_BENCH_IDLE_S (default 2), and
  * WSPOOL_BENCH_RUNS (default 7 here) / WSPOOL_BENCH_BUDGET (default 150 s
@@ -95,6 +98,18 @@ static double run_seq(bench_variant *v) {
   v->aux[v->nt] = t;
   check_count(v->name, n_tasks);
   return t;
+}
+
+/* A pool of POOL_WORKERS workers whose outside submissions wait at `bound`. */
+static pool_t *bounded_pool(size_t bound) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = POOL_WORKERS;
+  cfg.max_queued = bound;
+  pool_t *p = NULL;
+  int rc = pool_create(&p, &cfg);
+  if (rc) bench_fail("pool_create(max_queued=%zu): %s", bound, pool_strerror(rc));
+  return p;
 }
 
 static double run_ws_one(bench_variant *v) {
@@ -429,6 +444,7 @@ static void print_targets(bench_variant *v, int nv, double ws_p50, double idle_f
   bench_variant *w4 = bench_find(v, nv, "wspool 4 outside producers");
   bench_variant *wn = bench_find(v, nv, "wspool submit_n x64, 1 producer");
   bench_variant *wi = bench_find(v, nv, "wspool from inside a task");
+  bench_variant *wb = bench_find(v, nv, "wspool 1 producer, bound 64");
   bench_variant *b1 = bench_find(v, nv, "oneTBB enqueue 1 producer");
   bench_variant *g1 = bench_find(v, nv, "GLib GThreadPool 1 producer");
   bench_variant *peer = b1;
@@ -451,6 +467,9 @@ static void print_targets(bench_variant *v, int nv, double ws_p50, double idle_f
                "%.2f M tasks/s", (double)n_tasks / wn->med / 1e6);
   bench_target("from inside a task: >= 20 M tasks/s", n_tasks / wi->med / 1e6 >= 20.0,
                "%.2f M tasks/s", (double)n_tasks / wi->med / 1e6);
+  bench_target("bound 64, 1 producer: >= half the unbounded rate", w1->med / wb->med >= 0.5,
+               "%.2f M tasks/s: %.2fx the unbounded", (double)n_tasks / wb->med / 1e6,
+               w1->med / wb->med);
   bench_target("wake latency p50 <= 26 us", ws_p50 <= 26e3, "p50 = %.1f us", ws_p50 / 1e3);
   bench_target("idle pool CPU <= 0.05% of a core", idle_fresh <= 0.05 && idle_after <= 0.05,
                "fresh %.3f%%, after work %.3f%%", idle_fresh, idle_after);
@@ -475,6 +494,7 @@ int main(void) {
   double idle_fresh, idle_after;
   idle_part(idle_s, &idle_fresh, &idle_after);
   pool_t *pool = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
+  pool_t *bpool = bounded_pool(64);
   double ws_p50 = latency_part(pool, reps, wake_sleep);
 
 #ifdef BENCH_HAVE_GLIB
@@ -493,6 +513,7 @@ int main(void) {
       BENCH_WSPOOL_ROW("wspool 4 outside producers", 4, run_ws_many, pool, 0),
       BENCH_WSPOOL_ROW("wspool submit_n x64, 1 producer", 1, run_ws_batch, pool, 0),
       BENCH_WSPOOL_ROW("wspool from inside a task", 0, run_ws_inside, pool, 0),
+      BENCH_WSPOOL_ROW("wspool 1 producer, bound 64", 1, run_ws_one, bpool, 0),
       BENCH_PEER_ROW("oneTBB enqueue 1 producer", 1, HAVE_TBB, run_tbb, 0),
       BENCH_PEER_ROW("oneTBB enqueue 4 producers", 4, HAVE_TBB, run_tbb, 0),
       BENCH_PEER_ROW("oneTBB enqueue inside a task", 0, HAVE_TBB, run_tbb, 1),
@@ -512,6 +533,7 @@ int main(void) {
 #ifdef BENCH_HAVE_GLIB
   if (gp) g_thread_pool_free(gp, FALSE, TRUE);
 #endif
+  pool_destroy(bpool);
   pool_destroy(pool);
   return bench_finish();
 }

@@ -165,6 +165,45 @@
  * name is pool_config_t::name, or "wspool-p<N>" where N counts the pools
  * this process created (so "wspool-p0-w3"). Stand-ins are named
  * "<name>-s<k>" (the k-th stand-in of the pool, from 0).
+ *
+ * \section bounded Bounded submission (backpressure)
+ * A pool created with pool_config_t::max_queued = B > 0 lets threads
+ * outside the pool have at most B submitted tasks waiting to start; a task
+ * stops counting once it starts. A producer faster than the workers then
+ * waits instead of growing the queue without end (as with zstd's pool,
+ * GLib's GThreadPool or Java's bounded executors):
+ * - pool_submit() and pool_submit_n() from outside wait (yielding, then
+ *   blocked, no CPU taken) until their tasks fit; pool_submit_n() of more
+ *   than B tasks fails with E2BIG. pool_destroy() beginning meanwhile
+ *   ends the wait with ESHUTDOWN and nothing submitted.
+ * - pool_try_submit() fails with EAGAIN instead of waiting.
+ * - <b>From a worker of the pool nothing waits and nothing counts</b>:
+ *   a task's own submissions go on its worker's deque as on any pool. A
+ *   worker waiting for room in its own pool could wait for itself; the
+ *   bound limits what the outside adds, not what tasks spawn.
+ * - A worker of another pool is an outside thread here: it waits like one
+ *   (its own pool runs without it meanwhile).
+ * - Jobs (\ref jobs) do not count.
+ *
+ * The bound is exact for admission: an outside submission is accepted only
+ * while fewer than B counted tasks wait. A worker reports the tasks it
+ * started in small batches (at most B / (2 x workers), and whenever it
+ * runs out of work), so a waiting producer may see room a few tasks late,
+ * never early. pool_pending() reads the counts. On a pool of one worker,
+ * tasks still start in submission order (pool_submit()). Without a bound
+ * (the default) none of this costs anything.
+ * \code
+ * pool_config_t cfg;
+ * pool_config_default(&cfg);
+ * cfg.threads = 4;
+ * cfg.max_queued = 64;    // a producer may run 64 tasks ahead
+ * pool_t *pool;
+ * if (pool_create(&pool, &cfg) == 0) {
+ *   for (size_t i = 0; i < nblocks; i++)
+ *     pool_submit(pool, compress_block, &blocks[i]); // waits when 64 wait
+ *   pool_destroy(pool);
+ * }
+ * \endcode
  */
 #ifndef WSPOOL_H
 #define WSPOOL_H
@@ -233,6 +272,9 @@ typedef struct pool_config {
   /** Thread-name prefix of the workers ("<name>-w<index>", see \ref hooks);
       copied by pool_create(); NULL or "" = "wspool-p<N>". */
   const char *name;
+  /** The most tasks that threads outside the pool may have waiting: \ref
+      bounded "bounded submission". 0 (the default) = no bound. */
+  size_t max_queued;
 } pool_config_t;
 
 /**
@@ -285,7 +327,9 @@ POOL_API pool_t *pool_current(void);
  * \brief Run `fn(arg)` once on the pool, fire-and-forget.
  *
  * From a worker of that pool the task goes on the worker's own deque without
- * a lock; from any other thread it goes to the pool's global queue.
+ * a lock; from any other thread it goes to the pool's global queue. On a
+ * pool with a bound (\ref bounded), a thread outside the pool waits here
+ * while the bound's worth of its tasks wait to start.
  *
  * <b>Order.</b> Tasks that one thread outside the pool submits (with
  * pool_submit() and pool_submit_n(), whose tasks count in array order)
@@ -298,9 +342,28 @@ POOL_API pool_t *pool_current(void);
  * \param fn the task's function.
  * \param arg its argument.
  * \return 0; EINVAL for a NULL \p fn; ESHUTDOWN when the pool is being
- *         destroyed and the caller is not one of its workers; ENOMEM.
+ *         destroyed (also when destroy begins while the caller waits for
+ *         room) and the caller is not one of its workers; ENOMEM.
  */
 POOL_API int pool_submit(pool_t *pool, pool_fn fn, void *arg);
+
+/**
+ * \brief pool_submit() that never waits for room: fails at once when the
+ * pool's bound is reached.
+ *
+ * On a pool without a bound, and from a worker of the pool, the same as
+ * pool_submit(). See \ref bounded.
+ * \code
+ * if (pool_try_submit(pool, compress_block, blk) == EAGAIN)
+ *   compress_block(blk); // the queue is full: do it here
+ * \endcode
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param fn the task's function.
+ * \param arg its argument.
+ * \return 0; EAGAIN when `max_queued` tasks from outside wait to start
+ *         (nothing was submitted); otherwise as pool_submit().
+ */
+POOL_API int pool_try_submit(pool_t *pool, pool_fn fn, void *arg);
 
 /**
  * \brief Run `fn(args[i])` once for each `i < n` on the pool, fire-and-forget:
@@ -319,11 +382,36 @@ POOL_API int pool_submit(pool_t *pool, pool_fn fn, void *arg);
  * \param fn the function of every task.
  * \param args the n arguments, or NULL.
  * \param n how many tasks.
+ * On a pool with a bound (\ref bounded) an outside caller waits until all
+ * n fit under it.
  * \return 0 (also for n == 0); EINVAL for a NULL \p fn; ESHUTDOWN when the
  *         pool is being destroyed and the caller is not one of its workers;
- *         ENOMEM, with nothing submitted.
+ *         E2BIG, from outside a pool whose `max_queued` is below n;
+ *         ENOMEM. On every error nothing was submitted.
  */
 POOL_API int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n);
+
+/**
+ * \brief How many submitted tasks wait to start and how many run, now.
+ *
+ * Counts the tasks of pool_submit(), pool_submit_n() and pool_try_submit()
+ * from every thread, and started jobs (\ref jobs): \p queued, accepted and
+ * not started; \p running, started and not finished. A snapshot of moving
+ * counts: each figure was true at some moment during the call. Costs a
+ * read of a few counters per worker and per lane, no lock and no write.
+ * \code
+ * size_t queued, running;
+ * if (pool_pending(pool, &queued, &running) == 0 && queued > 1000)
+ *   slow_down();
+ * \endcode
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param queued receives the waiting count, or NULL.
+ * \param running receives the running count, or NULL.
+ * \return 0; EINVAL when there is no pool; ESHUTDOWN once pool_destroy()
+ *         began (from a thread that is not one of its workers); EOWNERDEAD
+ *         in a child of fork().
+ */
+POOL_API int pool_pending(const pool_t *pool, size_t *queued, size_t *running);
 
 /**
  * \brief Wait until every task submitted so far with pool_submit(), and

@@ -61,6 +61,7 @@ int ws_gqueue_init(ws_gqueue *q) {
   }
   ws_i64_store(&q->size_hint, 0, ws_relaxed);
   ws_u64_store(&q->fns_pushed, 0, ws_relaxed);
+  q->full_at = WS_GQ_FULL;
   return 0;
 }
 
@@ -106,11 +107,11 @@ void ws_gqueue_trim(ws_gqueue *q) {
 /* Under the lock: the hint for lock-free "is anything there" checks
  * (relaxed: see ws_gqueue_maybe_nonempty). Every worker reads its line in
  * every search, so it is written only when its answer changes: after every
- * locked operation it is 0 when count is 0, 1 below WS_GQ_FULL, else 2. A
+ * locked operation it is 0 when count is 0, 1 below full_at, else 2. A
  * push that keeps the level leaves it alone, so a flood from one producer
  * pulls the line away from the readers twice per take, not once per task. */
 static void publish_count(ws_gqueue *q) {
-  int64_t now = q->count == 0 ? 0 : q->count < WS_GQ_FULL ? 1 : 2;
+  int64_t now = q->count == 0 ? 0 : q->count < q->full_at ? 1 : 2;
   if (ws_i64_load(&q->size_hint, ws_relaxed) != now) ws_i64_store(&q->size_hint, now, ws_relaxed);
 }
 

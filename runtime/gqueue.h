@@ -4,7 +4,7 @@
  * pool has WS_LANES of them, docs/design.md 3.1). FIFO, a growable
  * ring under one mutex. Workers look here after their own deque and before
  * stealing. `size_hint` (0 when empty, 1 when it holds fewer than
- * WS_GQ_FULL entries, 2 when at least) lets a worker skip the lock when the
+ * `full_at` entries, 2 when at least) lets a worker skip the lock when the
  * queue is empty, and wait for a fuller one (worker.c); it is written under
  * the lock and read without it. */
 #ifndef WS_GQUEUE_H
@@ -41,6 +41,9 @@ typedef struct ws_gqueue {
    * Written under the lock, read without it. */
   ws_u64 fns_pushed;
   ws_u32 grown; /* 1 while the ring is worth trimming (gqueue.c): a hint */
+  /* WS_GQ_FULL, or less in a pool whose bound keeps lanes shorter
+   * (pool.c): set after init, before any use. */
+  size_t full_at;
   WS_ALIGNED ws_i64 size_hint;
 } ws_gqueue;
 
@@ -80,7 +83,8 @@ static inline bool ws_gqueue_maybe_nonempty(ws_gqueue *q) {
   return ws_i64_load(&q->size_hint, ws_relaxed) > 0;
 }
 
-/* Entries from which a lane's hint says "full": worth a visit at once. */
+/* Entries from which a lane's hint says "full": worth a visit at once
+ * (full_at's default). */
 enum { WS_GQ_FULL = 128 };
 
 static inline bool ws_gqueue_maybe_full(ws_gqueue *q) {

@@ -260,6 +260,7 @@ static void job_exec(ws_task *t, ws_worker *w) {
   rel_q q = {.tail_ok = true};
   for (;;) {
     ws_scope_set_ctx(ws__scope, &j->unit);
+    ws_submit_started(w, false); /* jobs do not count in a bound */
     if (ws_ctx_cancelled(&j->unit)) {
       ws_counter_add(&w->stats.skipped, 1);
       pool__tls.tasks--; /* ws_run() counts a run */

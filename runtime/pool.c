@@ -168,6 +168,12 @@ ws_worker *ws_worker_build(struct pool *p, unsigned i) {
   w->rng = 0x9E3779B97F4A7C15ull * (i + 1) | 1;
   size_t stack = p->cfg.stack_size;
   w->help_reserve = stack / 4 > MIN_HELP_RESERVE ? stack / 4 : MIN_HELP_RESERVE;
+  /* The report credit of bounded submission (submit.c): with every worker
+   * holding less than max_queued / (2 x workers), the unreported starts
+   * stay below half the bound; a stand-in, of which any number may run,
+   * reports each start. 32 at most: one RMW per 32 tasks costs nothing. */
+  size_t credit = p->cfg.max_queued / (2 * (size_t)p->nthreads);
+  w->bound_flush = i >= p->nthreads || credit < 1 ? 1 : credit > 32 ? 32 : (uint32_t)credit;
   ws_nodes_init(&w->nodes);
   ws_deque_init_in(&w->dq, DEQUE_LOG_SIZE, mem + head);
   ws_ptr_store(&w->limitp, &w->limit_parked, ws_relaxed);
@@ -251,6 +257,14 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
     }
   }
   ws_sleep_init(&p->sleep);
+  ws_event_init(&p->room);
+  ws_u64_store(&p->bq_queued, 0, ws_relaxed);
+  /* Under a bound a lane may never hold WS_GQ_FULL entries: it is worth a
+   * worker's visit at once from half the bound (worker.c, take_global), or
+   * the producer would wait while the workers wait for a full lane. */
+  if (cfg->max_queued && cfg->max_queued / 2 < WS_GQ_FULL)
+    for (unsigned l = 0; l < WS_LANES; l++)
+      p->gq[l].full_at = cfg->max_queued / 2 > 0 ? cfg->max_queued / 2 : 1;
   /* Stand-ins (docs/design.md 5.9): none yet (the struct is zeroed), and
    * the limit from WSPOOL_STANDINS, else 4 per worker. */
   pthread_mutex_init(&p->standin_lock, NULL);
@@ -425,6 +439,9 @@ int pool_destroy(pool_t *pool) {
   /* The visitors' side of the gate (visitors.h): after the close, before
    * anything is freed. */
   ws_heavy_fence();
+  /* Producers waiting for room (submit.c, bound_wait) see the close and
+   * leave with ESHUTDOWN: the notify's fence follows the close. */
+  ws_event_notify(&p->room);
   for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_close(&p->gq[l]);
   /* Drain: tasks submitted before the close, and whatever they submit from
    * inside the pool meanwhile (the pool is idle only when none is left). */
@@ -599,6 +616,8 @@ int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *
   return 0;
 }
 
+static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, ws_admit mode);
+
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   /* From a task of the pool, the common case: straight onto its deque. */
@@ -606,17 +625,26 @@ int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
   return pool_submit_n(pool, fn, &arg, 1);
 }
 
+int pool_try_submit(pool_t *pool, pool_fn fn, void *arg) {
+  if (!fn) return EINVAL;
+  ws_worker *w = ws_self();
+  if (w && (!pool || pool == w->pool)) return ws_submit_one_inside(w, fn, arg);
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  return p ? submit_outside(p, fn, &arg, 1, WS_ADMIT_TRY) : rc;
+}
+
 /* An outside submission enters as a visitor (visitors.h; docs/design.md
  * 10.1): a store to the thread's own slot and a compiler fence, instead of
  * two RMWs of the gate word, which cost a producer half its rate. A thread
  * whose slot cannot be listed counts itself in the gate instead. The whole
  * call is inside: the push and the notify touch the pool. */
-static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n) {
+static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, ws_admit mode) {
   if (ws_pool_forked(p)) return EOWNERDEAD;
   if (!ws_visitor_list()) {
     int rc = ws_enter(p);
     if (rc == 0) {
-      rc = ws_submit_outside(p, fn, args, n);
+      rc = ws_submit_outside(p, fn, args, n, mode);
       ws_leave(p);
     }
     return rc;
@@ -624,7 +652,7 @@ static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t 
   ws_visit_begin(p);
   /* Acquire: pairs with pool_create's release that opened the gate. */
   int rc = ws_u32_load(&p->gate, ws_acquire) & WS_GATE_CLOSED ? ESHUTDOWN : 0;
-  if (rc == 0) rc = ws_submit_outside(p, fn, args, n);
+  if (rc == 0) rc = ws_submit_outside(p, fn, args, n, mode);
   ws_visit_end();
   return rc;
 }
@@ -636,7 +664,31 @@ int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n) {
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
-  return n ? submit_outside(p, fn, args, n) : 0;
+  return n ? submit_outside(p, fn, args, n, WS_ADMIT_WAIT) : 0;
+}
+
+/* Read in the order that keeps both differences from going negative:
+ * every finish before its task's start (same worker: `finished` is a
+ * release after `starts`, acquired here first), every start before its
+ * submission count (the count precedes the push the worker took the task
+ * from, before its release store of `starts`, acquired here). */
+int pool_pending(const pool_t *pool, size_t *queued, size_t *running) {
+  int rc;
+  struct pool *p = ws_resolve_err((struct pool *)pool, &rc);
+  if (!p) return rc;
+  bool inside;
+  if ((rc = query_enter(p, &inside)) != 0) return rc;
+  uint64_t fin = ws_standins_finished(p), sta = 0, sub = 0;
+  for (unsigned i = 0; i < p->nthreads; i++) fin += ws_u64_load(&p->workers[i]->finished, ws_acquire);
+  for (unsigned i = 0; i < p->nthreads; i++) sta += ws_u64_load(&p->workers[i]->starts, ws_acquire);
+  sta += ws_standins_started(p);
+  for (unsigned i = 0; i < p->nthreads; i++) sub += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
+  sub += ws_standins_submitted(p);
+  for (unsigned l = 0; l < WS_LANES; l++) sub += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
+  if (!inside) ws_leave(p);
+  if (queued) *queued = sub > sta ? (size_t)(sub - sta) : 0;
+  if (running) *running = sta > fin ? (size_t)(sta - fin) : 0;
+  return 0;
 }
 
 int pool_wait_idle(pool_t *pool) {
@@ -657,7 +709,8 @@ const char *pool_strerror(int err) {
   case 0: return "success";
   case EINVAL: return "invalid argument";
   case ENOMEM: return "out of memory";
-  case EAGAIN: return "could not create a worker thread";
+  case EAGAIN: return "try again: a worker thread could not be created, or the pool's queue is at its bound";
+  case E2BIG: return "more tasks than the pool's queue bound";
   case ESHUTDOWN: return "the pool is being destroyed";
   case EDEADLK: return "would deadlock: called from one of the pool's own workers";
   case ENOTSUP: return "worker binding is not supported here";

@@ -61,6 +61,9 @@ typedef struct ws_worker {
   /* A submitted task finished here since this worker last told outside
    * waiters (worker.c, nothing_found). */
   bool announce_idle;
+  /* Bounded submission (submit.c): outside tasks started here and not yet
+   * reported, and how many to report at once (set at build). */
+  uint32_t bound_credit, bound_flush;
   unsigned lane_next; /* the global queue's lane to look at first */
   uint64_t rng;       /* xorshift state for victim choice */
   /* Lowest address of this worker's stack, as an integer (ws_may_help);
@@ -87,9 +90,9 @@ typedef struct ws_worker {
 
   /* ---- Written by the owner, read by other threads ---- */
   /* Completion accounting of pool_submit tasks (submit.c): submitted from
-   * this worker onto its own deque, and finished on this worker; read by
-   * waiters (ws_submits_idle). */
-  WS_ALIGNED ws_u64 submitted, finished;
+   * this worker onto its own deque, and started and finished on this
+   * worker; read by waiters (ws_submits_idle) and by pool_pending. */
+  WS_ALIGNED ws_u64 submitted, starts, finished;
   ws_stats stats; /* read by pool_worker_stats */
   /* What the worker does (WS_DOING_*) and, waiting, for what: the latch's
    * kind, word and value, copied (the latch itself is on the waiter's
@@ -171,6 +174,12 @@ struct pool {
   ws_u32 standin_limit;      /* pool_set_standin_limit() */
   bool standin_closing;      /* destroy: no stand-in starts or parks any more */
   pthread_mutex_t standin_lock;
+  /* Bounded submission (submit.c, "Bounded submission"), used only when
+   * cfg.max_queued > 0: outside tasks admitted and not yet reported
+   * started, and the event a producer waits for room on. A line of their
+   * own: every outside submission RMWs the count. */
+  WS_ALIGNED ws_u64 bq_queued;
+  ws_event room;
 };
 
 /* The calling thread's worker, NULL outside every pool. Initial-exec TLS:
@@ -324,6 +333,13 @@ static inline uint64_t ws_standins_submitted(struct pool *p) {
     n += ws_u64_load(&ws_standin_at(p, k)->submitted, ws_relaxed);
   return n;
 }
+/* Their `starts` (pool_pending's acquire read, between the other two). */
+static inline uint64_t ws_standins_started(struct pool *p) {
+  uint64_t n = 0;
+  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
+    n += ws_u64_load(&ws_standin_at(p, k)->starts, ws_acquire);
+  return n;
+}
 
 /* The calling thread's lane (WS_LANES), given out round-robin at its
  * first use, so that threads that start together get different lanes. */
@@ -350,7 +366,7 @@ enum { WS_BATCH_CAP = 62 };
  * NULL without memory. Each entry counts finished when it ran
  * (ws_submit_finished); whoever made the entries has counted them
  * submitted. */
-ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n);
+ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n, bool bounded);
 
 /* Put a runtime task on the pool's global queue, the caller's lane
  * (outside threads); `flags` as ws_gqueue_push_task's: WS_GQ_COUNTED, as
@@ -373,12 +389,28 @@ int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n);
 /* Runs a submitted fn(arg) on worker w where no deque task carries it (a
  * batch or a deque that could not get memory): counts it finished, run,
  * and taken in `taken` (one of w's stats.*_pops). */
-void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken);
+void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken, bool bounded);
 /* Lets go of w's open batch (the worker is being freed). */
 void ws_submit_drop_open(ws_worker *w);
 /* pool_submit_n from outside (the caller holds the pool's gate): stored by
  * value in the global queue under one lock. 0, ENOMEM or ESHUTDOWN. */
-int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n);
+typedef enum ws_admit { WS_ADMIT_WAIT, WS_ADMIT_TRY, WS_ADMIT_FORCE } ws_admit;
+/* `mode`, on a pool with a bound: wait for room, fail with EAGAIN when
+ * full, or count past it (a worker's own submission). Also E2BIG. */
+int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, ws_admit mode);
+/* Bounded submission (submit.c): report the credit of outside tasks w
+ * started, then wake producers waiting for room. */
+void ws_bound_flush(ws_worker *w);
+
+/* A submitted task (pool_submit, a job) starts on worker w; `bounded`:
+ * it came from outside into a pool with a bound, and leaves its count now.
+ * Owner only. Release: pool_pending, which acquires `starts`, then reads
+ * the submission counts that happened before the task could start. */
+static inline void ws_submit_started(ws_worker *w, bool bounded) {
+  ws_u64_store(&w->starts, ws_u64_load(&w->starts, ws_relaxed) + 1, ws_release);
+  if (__builtin_expect(bounded, 0) && ++w->bound_credit >= w->bound_flush) ws_bound_flush(w);
+}
+
 /* A pool_submit task finished on worker w (only workers run tasks).
  * Release: a waiter that acquires `finished` sees every count of
  * submissions the task made before it (submit.c). The worker tells outside

@@ -53,11 +53,12 @@ static void uncount_submitted(ws_worker *w, int64_t n) {
   w->announce_idle = true;
 }
 
-void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken) {
+void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken, bool bounded) {
   /* In no unit (cancel.h), as when a batch carries it; the caller may be
    * a waiter inside one. */
   ws_scope s;
   ws_scope_enter(&s, NULL);
+  ws_submit_started(w, bounded);
   fn(arg);
   ws_scope_pop(&s);
   ws_submit_finished(w);
@@ -100,6 +101,7 @@ typedef struct submit_batch {
   ws_u32 claim_end;  /* the taker's: entries from here on may be its */
   ws_u32 final;      /* the taker's: 1 + the first entry it took; 0 before */
   uint32_t end;      /* entries in all, from the close */
+  bool bounded;      /* outside entries of a bounded pool (their count) */
   ws_worker *runner; /* whose deque the handle is on */
   struct {
     pool_fn fn;
@@ -117,6 +119,7 @@ static submit_batch *batch_new(uint32_t n, uint32_t refs);
 static inline void run_entry(ws_worker *w, const submit_batch *b, uint32_t i) {
   pool_fn fn = b->e[i].fn;
   void *arg = b->e[i].arg;
+  ws_submit_started(w, b->bounded);
   uint64_t t0 = ws_trace_t0(w);
   fn(arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
@@ -147,7 +150,7 @@ static bool claim(submit_batch *b, uint32_t i) {
  * from the deque. */
 static void run_rest_direct(ws_worker *w, const submit_batch *b, uint32_t i, uint32_t end) {
   run_entry(w, b, i);
-  while (++i < end) ws_submit_run_direct(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops);
+  while (++i < end) ws_submit_run_direct(w, b->e[i].fn, b->e[i].arg, &w->stats.local_pops, b->bounded);
 }
 
 /* Runs the closed batch b, whose entries [0, end) are all ours, on worker w
@@ -226,6 +229,7 @@ static void handle_exec(ws_task *t, ws_worker *w) {
     return;
   }
   memcpy(nb->e, b->e + i, (end - i) * sizeof(b->e[0]));
+  nb->bounded = b->bounded;
   batch_release(b);
   ws_u32_store(&nb->state, BATCH_CLOSED, ws_relaxed);
   nb->end = end - i;
@@ -246,6 +250,7 @@ static submit_batch *batch_new(uint32_t n, uint32_t refs) {
   ws_u32_store(&b->claim_end, 0, ws_relaxed);
   ws_u32_store(&b->final, 0, ws_relaxed);
   b->end = 0;
+  b->bounded = false;
   b->runner = NULL;
   return b;
 }
@@ -261,10 +266,11 @@ static submit_batch *batch_of_fn(pool_fn fn, void *const *args, uint32_t n, uint
   return b;
 }
 
-ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n) {
+ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n, bool bounded) {
   WS_ASSERT(n >= 1 && n <= WS_BATCH_CAP);
   submit_batch *b = batch_new((uint32_t)n, 1);
   if (!b) return NULL;
+  b->bounded = bounded;
   for (size_t i = 0; i < n; i++) {
     WS_ASSERT(it[i].fn);
     b->e[i].fn = it[i].fn;
@@ -283,9 +289,9 @@ void ws_submit_drop_open(ws_worker *w) {
 /* Inside an isolated computation (design.md 7.5) a submission goes to
  * the global queue, where isolated waits do not look (nothing waits for
  * it there); once destroy closed it, onto the deque after all. 1 for
- * "not taken". */
+ * "not taken". A worker never waits for room (WS_ADMIT_FORCE). */
 static int submit_isolated(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
-  int rc = ws_submit_outside(w->pool, fn, args, n);
+  int rc = ws_submit_outside(w->pool, fn, args, n, WS_ADMIT_FORCE);
   return rc == ESHUTDOWN ? 1 : rc;
 }
 
@@ -363,11 +369,95 @@ unsigned ws_lane_assign(void) {
   return l;
 }
 
+/* Bounded submission (docs/design.md 9.3). `bq_queued` counts the outside
+ * tasks admitted and not yet reported started; a producer admits n by a
+ * CAS that keeps it at most max_queued, so the tasks waiting to start are
+ * never more (a report only ever comes after its tasks started). Each
+ * worker reports its starts (ws_submit_started) in credits of at most
+ * max_queued / (2 x workers), one RMW of the shared line per credit, and
+ * whenever it finds no work; stand-ins report each start. So the count
+ * exceeds the tasks really waiting by less than half the bound, and a
+ * producer waits only while at least half the bound waits: the workers
+ * have work and will report. No bound: none of this runs. */
+static void bound_return(struct pool *p, uint64_t n) {
+  /* seq_cst, then the event's fence and load: as in ws_bound_flush. */
+  ws_u64_fetch_add(&p->bq_queued, (uint64_t)0 - n, ws_seq_cst);
+  ws_event_notify(&p->room);
+}
+
+void ws_bound_flush(ws_worker *w) {
+  struct pool *p = w->pool;
+  uint64_t c = w->bound_credit;
+  w->bound_credit = 0;
+  /* Dekker's pattern with a producer about to block (bound_wait): our
+   * seq_cst RMW of the count, then the event's seq_cst fence and load of
+   * its waiter count; its seq_cst registration, then its load of the
+   * count. It sees the room, or we see it registered and wake it. */
+  bound_return(p, c);
+}
+
+/* Blocks until n more fit or the pool closes: 0 or ESHUTDOWN. */
+static int bound_wait(struct pool *p, uint64_t n) {
+  const uint64_t max = p->cfg.max_queued;
+  /* A few yields first: the workers report every few tasks, and a
+   * producer that keeps up with them should not pay a futex round trip. */
+  for (unsigned r = 0; r < 16; r++) {
+    sched_yield();
+    if (ws_u64_load(&p->bq_queued, ws_relaxed) + n <= max) return 0;
+  }
+  int rc = 0;
+  ws_event_prepare(&p->room);
+  for (;;) {
+    uint32_t e = ws_event_epoch(&p->room);
+    /* seq_cst: destroy closes the gate, then notifies `room` (its fence),
+     * and the flushes pair as bound_flush says. */
+    if (ws_u32_load(&p->gate, ws_seq_cst) & WS_GATE_CLOSED) {
+      rc = ESHUTDOWN;
+      break;
+    }
+    if (ws_u64_load(&p->bq_queued, ws_seq_cst) + n <= max) break;
+    ws_event_wait(&p->room, e);
+  }
+  ws_event_finish(&p->room);
+  return rc;
+}
+
+/* Counts n outside tasks in the bound: 0, or EAGAIN (TRY: full), E2BIG
+ * (more than the bound), ESHUTDOWN (WAIT: the pool closed meanwhile). */
+static int bound_admit(struct pool *p, uint64_t n, ws_admit mode) {
+  const uint64_t max = p->cfg.max_queued;
+  if (mode == WS_ADMIT_FORCE) {
+    /* A worker's isolated submission: counted, never waits. Relaxed: the
+     * push that follows publishes the tasks; the count orders nothing. */
+    ws_u64_fetch_add(&p->bq_queued, n, ws_relaxed);
+    return 0;
+  }
+  if (n > max) return E2BIG;
+  uint64_t q = ws_u64_load(&p->bq_queued, ws_relaxed);
+  for (;;) {
+    /* Relaxed, as above; a stale q fails the CAS or waits a round. */
+    if (q + n <= max) {
+      if (ws_u64_cas(&p->bq_queued, &q, q + n, ws_relaxed)) return 0;
+      continue;
+    }
+    if (mode == WS_ADMIT_TRY) return EAGAIN;
+    int rc = bound_wait(p, n);
+    if (rc) return rc;
+    q = ws_u64_load(&p->bq_queued, ws_relaxed);
+  }
+}
+
 /* From outside: stored by value in the caller's lane of the global queue,
  * one lock for all n, counted under it (fns_pushed). */
-int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n) {
-  int rc = ws_gqueue_push_fns(&p->gq[ws_lane()], fn, args, n);
-  if (rc == 0) ws_sleep_notify(&p->sleep);
+int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, ws_admit mode) {
+  const bool bounded = p->cfg.max_queued != 0;
+  int rc;
+  if (bounded && (rc = bound_admit(p, n, mode)) != 0) return rc;
+  rc = ws_gqueue_push_fns(&p->gq[ws_lane()], fn, args, n);
+  if (rc == 0)
+    ws_sleep_notify(&p->sleep);
+  else if (bounded)
+    bound_return(p, n);
   return rc;
 }
 

@@ -75,7 +75,8 @@ static size_t take_global(ws_worker *w, ws_gitem *it, bool full) {
 /* Plain entries taken off the global queue, run on the spot: there was no
  * memory for their batch, and they are ours now. */
 static void run_unbatched(ws_worker *w, const ws_gitem *it, size_t n) {
-  for (size_t i = 0; i < n; i++) ws_submit_run_direct(w, it[i].fn, it[i].arg, &w->stats.global_pops);
+  bool bounded = w->pool->cfg.max_queued != 0;
+  for (size_t i = 0; i < n; i++) ws_submit_run_direct(w, it[i].fn, it[i].arg, &w->stats.global_pops, bounded);
 }
 
 /* One lock acquisition takes up to GQ_BATCH entries of a lane of the
@@ -102,7 +103,7 @@ static ws_task *from_global(ws_worker *w, bool full) {
     }
     size_t start = end - 1;
     while (start > 0 && it[start - 1].fn && end - start < WS_BATCH_CAP) start--;
-    ws_task *b = ws_submit_batch_of(it + start, end - start);
+    ws_task *b = ws_submit_batch_of(it + start, end - start, w->pool->cfg.max_queued != 0);
     if (b)
       t[k++] = b;
     else
@@ -195,6 +196,8 @@ static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
  * than after every task keeps the fence off the per-task path; a worker
  * that ran the last task of a burst finds nothing right after it. */
 static ws_task *nothing_found(ws_worker *w) {
+  /* Room its started tasks made, for producers of a bounded pool. */
+  if (w->bound_credit) ws_bound_flush(w);
   if (w->announce_idle) {
     w->announce_idle = false;
     ws_event_notify(&w->pool->ext);

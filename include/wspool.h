@@ -153,9 +153,11 @@
  * its caller): a start hook must not wait for anything the creating thread
  * does after pool_create().
  *
- * Stand-in threads (\ref blocking) run the hooks too, with the indexes that
- * follow the workers' (pool_threads() + k for the k-th stand-in, also what
- * pool_worker_id() returns on it): the start hook when the stand-in is
+ * Every worker thread pool_create() starts runs them, those parked beyond
+ * the pool's size too (pool_resize()). Stand-in threads (\ref blocking) run
+ * the hooks too, with the indexes that follow the workers' (M + k for the
+ * k-th stand-in, M the pool's largest size, pool_config_t::max_threads or
+ * else threads; also what pool_worker_id() returns on it): the start hook when the stand-in is
  * first needed, long after pool_create() returned; the stop hook in
  * pool_destroy(), as for a worker.
  *
@@ -275,6 +277,13 @@ typedef struct pool_config {
   /** The most tasks that threads outside the pool may have waiting: \ref
       bounded "bounded submission". 0 (the default) = no bound. */
   size_t max_queued;
+  /** The largest size pool_resize() may give the pool; 0 (the default) =
+      \p threads, a pool of fixed size. pool_create() starts this many
+      worker threads and parks those beyond \p threads (each costs its
+      thread and a few pages, no CPU). With \p threads = 0 the automatic
+      count is capped at it. Below \p threads, or above POOL_MAX_THREADS,
+      is EINVAL. */
+  unsigned max_threads;
 } pool_config_t;
 
 /**
@@ -423,7 +432,42 @@ POOL_API int pool_pending(const pool_t *pool, size_t *queued, size_t *running);
  */
 POOL_API int pool_wait_idle(pool_t *pool);
 
-/** \brief Worker count of \p pool (NULL: as in \ref nullpool); 0 if none. */
+/**
+ * \brief Change how many workers take tasks, while the pool runs.
+ *
+ * \p threads workers, those of index below it, take tasks once the call
+ * returns; the others park. <b>A shrink returns once every worker beyond
+ * the new size has finished the task it was running</b> (a task is never
+ * interrupted: one that blocks for a second makes the call wait that
+ * second), so from the return on, at most \p threads workers run tasks,
+ * plus the stand-ins of tasks blocked in pool_blocking_begin() regions
+ * (\ref blocking), which do not count. Queued work is not lost or moved:
+ * what a parked worker left on its deque is stolen by the others. A grow
+ * wakes parked workers at once. Calls on one pool are serialised; each
+ * acts as if alone. pool_threads() returns the new size.
+ * \code
+ * pool_config_t cfg;
+ * pool_config_default(&cfg);
+ * cfg.threads = 2;
+ * cfg.max_threads = 16;     // may grow to 16
+ * pool_t *pool;
+ * if (pool_create(&pool, &cfg) == 0) {
+ *   pool_resize(pool, 8);   // eight workers from now on
+ *   pool_resize(pool, 1);   // back to one, once the other seven are done
+ *   pool_destroy(pool);
+ * }
+ * \endcode
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param threads the new size, from 1 to the pool's max_threads.
+ * \return 0; EINVAL for 0 or above max_threads (pool_config_t), or no
+ *         pool; EDEADLK from a worker or stand-in of that pool (it could
+ *         wait for itself); ESHUTDOWN once pool_destroy() began; EOWNERDEAD
+ *         in a child of fork().
+ */
+POOL_API int pool_resize(pool_t *pool, unsigned threads);
+
+/** \brief Worker count of \p pool (NULL: as in \ref nullpool): its size now,
+ *  as pool_resize() last set it; 0 if none. */
 POOL_API unsigned pool_threads(const pool_t *pool);
 
 /** \brief Index of the calling worker in its pool, -1 outside any pool.

@@ -140,6 +140,7 @@ static void free_pool(struct pool *p, bool forked) {
   /* A forked child's copy may be held by a parent's thread: not destroyed
    * (the struct's reuse initialises it again). */
   if (!forked) pthread_mutex_destroy(&p->standin_lock);
+  if (!forked) pthread_mutex_destroy(&p->resize_lock);
   ws_placement_free(p);
   for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_destroy(&p->gq[l], !forked);
   recycle_pool(p);
@@ -205,6 +206,15 @@ static void stop_workers(struct pool *p) {
   for (unsigned k = 0; k < ns; k++) p->nstarted += slots[k]->started;
   ws_u32_store(&p->stop, 1, ws_seq_cst);
   ws_sleep_wake_all(&p->sleep);
+  /* Parked workers (pool_resize) leave through the loop's exit too; a
+   * resizer waiting for one to park sees 0 and returns. Release: as for
+   * the stand-ins below. */
+  for (unsigned i = 0; i < p->nthreads; i++) {
+    ws_worker *w = p->workers[i];
+    if (!w || !w->started) continue;
+    ws_u32_store(&w->off, 0, ws_release);
+    ws_futex_wake(&w->off, INT_MAX);
+  }
   /* Parked stand-ins go through the loop's exit, and its barrier, too.
    * Release: pairs with the parked thread's acquire load (worker.c); it
    * then sees `stop`, and `standin_closing` under the lock. */
@@ -229,10 +239,15 @@ static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
     *cfg = *cfg_in;
   else
     pool_config_default(cfg);
-  if (cfg->threads > POOL_MAX_THREADS) return EINVAL;
+  if (cfg->threads > POOL_MAX_THREADS || cfg->max_threads > POOL_MAX_THREADS) return EINVAL;
   if (cfg->bind != POOL_BIND_NONE && cfg->bind != POOL_BIND_CORE && cfg->bind != POOL_BIND_SPREAD)
     return EINVAL;
-  if (cfg->threads == 0) cfg->threads = ws_allowed_cpus();
+  if (cfg->threads == 0) {
+    cfg->threads = ws_allowed_cpus();
+    if (cfg->max_threads && cfg->threads > cfg->max_threads) cfg->threads = cfg->max_threads;
+  }
+  if (cfg->max_threads == 0) cfg->max_threads = cfg->threads;
+  if (cfg->max_threads < cfg->threads) return EINVAL;
   if (cfg->stack_size == 0) cfg->stack_size = DEFAULT_STACK;
   if (cfg->stack_size < (size_t)PTHREAD_STACK_MIN) cfg->stack_size = (size_t)PTHREAD_STACK_MIN;
   return 0;
@@ -246,7 +261,9 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
    * caller of the struct's previous pool may be reading it. */
   if (p->fork_gen != ws_fork_gen) p->fork_gen = ws_fork_gen;
   p->cfg = *cfg;
-  p->nthreads = cfg->threads;
+  p->nthreads = cfg->max_threads;
+  ws_u32_store(&p->size, cfg->threads, ws_relaxed);
+  pthread_mutex_init(&p->resize_lock, NULL);
   ws_hooks_init(p);
   int rc = 0;
   for (unsigned l = 0; l < WS_LANES; l++) {
@@ -277,6 +294,10 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
   p->workers = calloc(p->nthreads, sizeof(ws_worker *));
   rc = p->workers ? ws_placement_plan(p) : ENOMEM;
   for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = new_worker(p, i);
+  /* Workers beyond the size park before their first task (worker.c).
+   * Relaxed: pthread_create orders it before the thread's first read. */
+  for (unsigned i = cfg->threads; rc == 0 && i < p->nthreads; i++)
+    ws_u32_store(&p->workers[i]->off, 1, ws_relaxed);
   for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = ws_placement_worker(p, p->workers[i]);
   if (rc) free_pool(p, false);
   return rc;
@@ -584,7 +605,48 @@ int pool_worker_id(void) {
 unsigned pool_threads(const pool_t *pool) {
   struct pool *p = ws_resolve((struct pool *)pool);
   /* nthreads lives in the struct, which is never freed: no gate needed. */
-  return p && !ws_pool_forked(p) ? p->nthreads : 0;
+  /* Relaxed: a count, which a concurrent resize may change anyway. */
+  return p && !ws_pool_forked(p) ? ws_u32_load(&p->size, ws_relaxed) : 0;
+}
+
+/* Resizing (docs/design.md 10.4). A shrink tells each worker beyond the
+ * new size to park (`off` = 1, seq_cst, before the wake: a worker about to
+ * sleep reads it after its registration, worker.c), wakes the sleepers so
+ * they look, then waits for each to say it parked (2, which it stores
+ * only between tasks). A grow clears the word and wakes the worker. */
+int pool_resize(pool_t *pool, unsigned threads) {
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
+  ws_worker *self = ws_self();
+  if (self && self->pool == p) return EDEADLK;
+  if (ws_pool_forked(p)) return EOWNERDEAD;
+  if (threads == 0 || threads > p->nthreads) return EINVAL;
+  if ((rc = ws_enter(p)) != 0) return rc;
+  pthread_mutex_lock(&p->resize_lock);
+  unsigned old = ws_u32_load(&p->size, ws_relaxed); /* written under the lock */
+  if (threads < old) {
+    for (unsigned i = threads; i < old; i++) ws_u32_store(&p->workers[i]->off, 1, ws_seq_cst);
+    ws_u32_store(&p->size, threads, ws_relaxed);
+    ws_sleep_wake_all(&p->sleep);
+    for (unsigned i = threads; i < old; i++) {
+      ws_u32 *off = &p->workers[i]->off;
+      /* Acquire: pairs with the worker's acq_rel CAS to 2; its last task
+       * happened before. 0: destroy stopped the pool meanwhile. */
+      while (ws_u32_load(off, ws_acquire) == 1) ws_futex_wait(off, 1);
+    }
+  } else {
+    for (unsigned i = old; i < threads; i++) {
+      /* Release: nothing to publish but the value; the worker rereads
+       * everything it needs (its loop looks at the queues afresh). */
+      ws_u32_store(&p->workers[i]->off, 0, ws_release);
+      ws_futex_wake(&p->workers[i]->off, INT_MAX);
+    }
+    ws_u32_store(&p->size, threads, ws_relaxed);
+  }
+  pthread_mutex_unlock(&p->resize_lock);
+  ws_leave(p);
+  return 0;
 }
 
 /* The per-worker queries read a worker of a live pool: inside its gate

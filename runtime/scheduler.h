@@ -107,6 +107,10 @@ typedef struct ws_worker {
   /* A stand-in's futex word: 1 while parked, 0 while awake; written under
    * the pool's standin_lock, and by destroy once `standin_closing`. */
   ws_u32 park;
+  /* pool_resize (pool.c, docs/design.md 10.4), the futex word of a worker
+   * beyond the pool's size: 0 in use; 1 told to park (by the resizer); 2
+   * parked (by the worker, which the resizer waits for). */
+  ws_u32 off;
 
   /* ---- The owner's free list, and a stack other threads push onto ---- */
   ws_node_cache nodes;
@@ -151,8 +155,11 @@ struct pool {
   WS_ALIGNED ws_u32 stop;       /* workers exit once they find no work */
   ws_u32 stopped;               /* workers that left their loop (worker.c) */
   unsigned nstarted;            /* threads started; set before `stop` */
-  unsigned nthreads;
+  unsigned nthreads;            /* workers built: cfg.max_threads */
   ws_worker **workers;
+  /* Workers in use, [0, size): pool_resize (pool.c), under resize_lock;
+   * read relaxed (pool_threads, the last-to-sleep hint). */
+  ws_u32 size;
   /* Stand-ins (standin.c; docs/design.md 5.9): slots [0, nstandins) of the
    * array `standins` (ws_worker **, POOL_MAX_THREADS slots, allocated at
    * the first stand-in, never moved) hold built stand-in workers, of ids
@@ -180,6 +187,7 @@ struct pool {
    * own: every outside submission RMWs the count. */
   WS_ALIGNED ws_u64 bq_queued;
   ws_event room;
+  pthread_mutex_t resize_lock; /* one pool_resize at a time */
 };
 
 /* The calling thread's worker, NULL outside every pool. Initial-exec TLS:

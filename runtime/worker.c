@@ -251,7 +251,7 @@ static void idle_sleep(struct pool *p, uint32_t e) {
   for (unsigned l = 0; l < WS_LANES; l++) grown |= ws_gqueue_grown(&p->gq[l]);
   /* The last to sleep: awake stand-ins sleep here too (5.9). Relaxed: a
    * hint; a wrong guess trims early (a ring grows again) or not at all. */
-  uint32_t threads = p->nthreads + ws_u32_load(&p->active, ws_relaxed);
+  uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < threads) {
     ws_sleep_commit(&p->sleep, e, 0, work_visible, p);
     return;
@@ -318,11 +318,34 @@ static bool standin_park(ws_worker *w) {
   return true;
 }
 
+/* A worker beyond the pool's size (pool_resize, docs/design.md 10.4),
+ * between tasks: parks until a grow or destroy clears `off`. */
+static void resize_park(ws_worker *w) {
+  /* Its reports and announcements first, as a sleeper's (nothing_found),
+   * and its open batch let go (the entries stay on the deque for
+   * thieves). */
+  nothing_found(w);
+  ws_submit_drop_open(w);
+  uint32_t told = 1;
+  /* acq_rel: release, its last task happens before the resizer's acquire
+   * load of 2 (the shrink returns after it); acquire, pairs with the
+   * resizer's store. Fails when a grow cleared it meanwhile. */
+  if (!ws_u32_cas(&w->off, &told, 2, ws_acq_rel)) return;
+  ws_futex_wake(&w->off, INT_MAX);
+  ws_u32_store(&w->doing, WS_DOING_PARKED, ws_relaxed); /* for pool_dump_state */
+  /* Acquire: pairs with the release store of the grow or of destroy. */
+  while (ws_u32_load(&w->off, ws_acquire) == 2) ws_futex_wait(&w->off, 2);
+  ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
+}
+
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
 
   for (;;) {
-    /* After each task: a stand-in no region needs any more parks. */
+    /* After each task: a worker beyond the size parks; a stand-in no
+     * region needs any more parks. Relaxed: its own word, read again
+     * seq_cst before it sleeps (below). */
+    if (ws_u32_load(&w->off, ws_relaxed)) resize_park(w);
     if (w->standin && standin_surplus(p)) standin_park(w);
     ws_task *t = find_work(w, NULL, true);
     if (!t) t = idle_search(w);
@@ -349,6 +372,12 @@ void ws_worker_loop(ws_worker *w) {
     if (ws_u32_load(&p->stop, ws_seq_cst)) {
       ws_sleep_cancel(&p->sleep);
       break;
+    }
+    /* seq_cst, after the registration: either the resizer's wake (after
+     * its seq_cst store of `off`) finds us registered, or we see it. */
+    if (ws_u32_load(&w->off, ws_seq_cst)) {
+      ws_sleep_cancel(&p->sleep);
+      continue;
     }
     ws_counter_add(&w->stats.sleeps, 1);
     uint64_t t0 = ws_trace_t0(w);

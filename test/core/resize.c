@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/* pool_resize (wspool.h): grow and shrink a live pool.
+ *
+ * Every task counts itself in `running` while it runs and notes the
+ * largest count seen since the last reset, and the worker it ran on.
+ *
+ * Cases:
+ *  errors     max_threads below threads, above POOL_MAX_THREADS: EINVAL
+ *             from pool_create; threads 0 with max_threads caps the
+ *             automatic count; pool_resize(0), above max_threads, NULL
+ *             pool handling, from a worker of the pool (EDEADLK).
+ *  shrink     4 workers busy with 1 ms tasks from an outside producer;
+ *             pool_resize(p, k) for k = 3, 2, 1: from its return on, no
+ *             task sees more than k running or runs on a worker >= k.
+ *  shrink_waits  a task on worker 1 sleeps 300 ms; pool_resize(p, 1)
+ *             returns only after it ended (checked by a flag, not a clock).
+ *  grow       a pool of 1 (max 4): 4 tasks that each wait until 4 run at
+ *             once cannot finish until pool_resize(p, 4); after it they
+ *             do. Before it, nothing ran on workers 1..3.
+ *  race       one thread resizes at random (1..4) while outside producers
+ *             submit, fork/join fib runs from outside, parallel_for sums
+ *             run from outside, jobs chain: every result exact, every task
+ *             once; then a final shrink to 2 caps concurrency at 2.
+ *  destroy    resizes race pool_destroy: each returns 0 or ESHUTDOWN, and
+ *             nothing hangs. Scales with WSPOOL_STRESS. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <wspool.h>
+
+#include "check.h"
+#include "testutil.h"
+
+static pool_t *sized_pool(unsigned threads, unsigned max) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = threads;
+  cfg.max_threads = max;
+  pool_t *p = NULL;
+  CHECK_OK(pool_create(&p, &cfg));
+  CHECK_EQ(pool_threads(p), threads);
+  return p;
+}
+
+/* ---- concurrency accounting -------------------------------------------- */
+
+static atomic_int running;
+static atomic_int cap;         /* the size the checks hold tasks to; 0: none */
+static atomic_int violations;
+static atomic_long tasks_run;
+
+static void enter_task(void) {
+  int r = atomic_fetch_add(&running, 1) + 1;
+  int c = atomic_load(&cap);
+  int id = pool_worker_id();
+  if (c && (r > c || id >= c)) {
+    fprintf(stderr, "a task ran with %d running on worker %d, size %d\n", r, id, c);
+    atomic_fetch_add(&violations, 1);
+  }
+}
+static void leave_task(void) {
+  atomic_fetch_add(&running, -1);
+  atomic_fetch_add(&tasks_run, 1);
+}
+
+static void short_task(void *arg) {
+  (void)arg;
+  enter_task();
+  struct timespec ts = {0, 1000000}; /* 1 ms */
+  nanosleep(&ts, NULL);
+  leave_task();
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static void noop(void *arg) { (void)arg; }
+
+static atomic_int inside_rc;
+static void resize_inside(void *arg) { atomic_store(&inside_rc, pool_resize(arg, 1)); }
+
+static void case_errors(void) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  pool_t *p = NULL;
+  cfg.threads = 3;
+  cfg.max_threads = 2;
+  CHECK_EQ(pool_create(&p, &cfg), EINVAL);
+  cfg.max_threads = POOL_MAX_THREADS + 1;
+  CHECK_EQ(pool_create(&p, &cfg), EINVAL);
+  CHECK(p == NULL);
+  cfg.threads = 0; /* automatic, capped */
+  cfg.max_threads = 1;
+  CHECK_OK(pool_create(&p, &cfg));
+  CHECK_EQ(pool_threads(p), 1);
+  CHECK_EQ(pool_resize(p, 2), EINVAL);
+  CHECK_OK(pool_destroy(p));
+
+  p = sized_pool(2, 3);
+  CHECK_EQ(pool_resize(p, 0), EINVAL);
+  CHECK_EQ(pool_resize(p, 4), EINVAL);
+  CHECK_EQ(pool_threads(p), 2);
+  CHECK_OK(pool_resize(p, 3));
+  CHECK_EQ(pool_threads(p), 3);
+  CHECK_OK(pool_resize(p, 3)); /* the same size: nothing to do */
+  atomic_store(&inside_rc, -1);
+  CHECK_OK(pool_submit(p, resize_inside, p));
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_EQ(atomic_load(&inside_rc), EDEADLK);
+  CHECK_OK(pool_submit(p, noop, NULL));
+  CHECK_OK(pool_destroy(p));
+
+  /* A fixed-size pool: max_threads 0 means threads. */
+  p = sized_pool(2, 0);
+  CHECK_EQ(pool_resize(p, 3), EINVAL);
+  CHECK_OK(pool_resize(p, 1));
+  CHECK_OK(pool_resize(p, 2));
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- shrink ---------------------------------------------------------------- */
+
+typedef struct feeder {
+  pool_t *pool;
+  atomic_int stop;
+  long submitted;
+} feeder;
+
+static void *feed(void *v) {
+  feeder *f = v;
+  while (!atomic_load(&f->stop)) {
+    CHECK_OK(pool_submit(f->pool, short_task, NULL));
+    f->submitted++;
+    if (f->submitted % 8 == 0) sleep_ms(1); /* keep a backlog of a few ms */
+  }
+  return NULL;
+}
+
+static void reset_counts(void) {
+  atomic_store(&running, 0);
+  atomic_store(&cap, 0);
+  atomic_store(&violations, 0);
+  atomic_store(&tasks_run, 0);
+}
+
+static void case_shrink(void) {
+  pool_t *p = sized_pool(4, 4);
+  reset_counts();
+  feeder f = {.pool = p};
+  pthread_t th;
+  CHECK_EQ(pthread_create(&th, NULL, feed, &f), 0);
+  for (int k = 3; k >= 1; k--) {
+    sleep_ms(30);
+    CHECK_OK(pool_resize(p, (unsigned)k));
+    CHECK_EQ(pool_threads(p), (unsigned)k);
+    /* Every task of a worker >= k ended before the return: none counts. */
+    CHECK(atomic_load(&running) <= k);
+    atomic_store(&cap, k);
+  }
+  sleep_ms(30);
+  atomic_store(&f.stop, 1);
+  CHECK_EQ(pthread_join(th, NULL), 0);
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_EQ(atomic_load(&violations), 0);
+  CHECK_EQ(atomic_load(&tasks_run), f.submitted);
+  atomic_store(&cap, 0);
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- a shrink waits for the running task ---------------------------------- */
+
+static atomic_int long_started, long_ended;
+
+static void long_task(void *arg) {
+  (void)arg;
+  atomic_store(&long_started, pool_worker_id() + 1);
+  sleep_ms(300);
+  atomic_store(&long_ended, 1);
+}
+
+static void case_shrink_waits(void) {
+  pool_t *p = sized_pool(2, 2);
+  /* Until the long task sits on worker 1: with both workers free, either
+   * may take it. */
+  for (int tries = 0;; tries++) {
+    CHECK(tries < 1000);
+    atomic_store(&long_started, 0);
+    atomic_store(&long_ended, 0);
+    CHECK_OK(pool_submit(p, long_task, NULL));
+    while (!atomic_load(&long_started)) sched_yield();
+    if (atomic_load(&long_started) == 2) break;
+    CHECK_OK(pool_wait_idle(p));
+  }
+  CHECK_OK(pool_resize(p, 1));
+  CHECK_EQ(atomic_load(&long_ended), 1);
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- grow ------------------------------------------------------------------ */
+
+static atomic_int meet;
+static atomic_int grow_violations;
+
+static void meet_task(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&meet, 1);
+  while (atomic_load(&meet) < 4) sched_yield(); /* all four at once */
+}
+
+static void id_task(void *arg) {
+  (void)arg;
+  if (pool_worker_id() != 0) atomic_fetch_add(&grow_violations, 1);
+}
+
+static void case_grow(void) {
+  pool_t *p = sized_pool(1, 4);
+  atomic_store(&grow_violations, 0);
+  for (int i = 0; i < 1000; i++) CHECK_OK(pool_submit(p, id_task, NULL));
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_EQ(atomic_load(&grow_violations), 0);
+  atomic_store(&meet, 0);
+  for (int i = 0; i < 4; i++) CHECK_OK(pool_submit(p, meet_task, NULL));
+  sleep_ms(20);
+  CHECK(atomic_load(&meet) <= 1); /* one worker: one meets, and waits */
+  CHECK_OK(pool_resize(p, 4));
+  CHECK_OK(pool_wait_idle(p)); /* the watchdog fails it if they never meet */
+  CHECK_EQ(atomic_load(&meet), 4);
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- racing resizes --------------------------------------------------------- */
+
+typedef struct resizer {
+  pool_t *pool;
+  atomic_int stop;
+  uint64_t seed;
+  long done;
+  int last_rc;
+} resizer;
+
+static void *resize_loop(void *v) {
+  resizer *r = v;
+  while (!atomic_load(&r->stop)) {
+    int rc = pool_resize(r->pool, 1 + (unsigned)(rng_next(&r->seed) % 4));
+    r->last_rc = rc;
+    if (rc == ESHUTDOWN) break;
+    CHECK_OK(rc);
+    r->done++;
+    if (r->done % 4 == 0) sched_yield();
+  }
+  return NULL;
+}
+
+static void sum_into(size_t b, size_t e, void *ctx) {
+  atomic_size_t *s = ctx;
+  size_t acc = 0;
+  for (size_t i = b; i < e; i++) acc += i;
+  atomic_fetch_add(s, acc);
+}
+
+static atomic_long job_hits;
+static void job_body(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&job_hits, 1);
+}
+
+static void case_race(void) {
+  pool_t *p = sized_pool(2, 4);
+  reset_counts();
+  resizer r = {.pool = p, .seed = 0x1234567};
+  pthread_t th;
+  CHECK_EQ(pthread_create(&th, NULL, resize_loop, &r), 0);
+  unsigned long reps = check_iters(20);
+  long submitted = 0;
+  for (unsigned long i = 0; i < reps; i++) {
+    for (int k = 0; k < 50; k++, submitted++) CHECK_OK(pool_submit(p, short_task, NULL));
+    fib_arg fa = {18, 0};
+    CHECK_OK(pool_join(p, fib_task, &fa, noop, NULL));
+    CHECK_EQ(fa.r, fib_seq(18));
+    atomic_size_t s = 0;
+    CHECK_OK(pool_parallel_for(p, 0, 100000, 64, sum_into, &s));
+    CHECK_EQ(atomic_load(&s), (size_t)100000 * 99999 / 2);
+    enum { CHAIN = 64 };
+    pool_job_t jobs[CHAIN];
+    atomic_store(&job_hits, 0);
+    for (int j = 0; j < CHAIN; j++) {
+      CHECK_OK(pool_job_init(&jobs[j], p, job_body, NULL));
+      if (j) CHECK_OK(pool_job_after(&jobs[j], &jobs[j - 1]));
+    }
+    for (int j = 0; j < CHAIN; j++) CHECK_OK(pool_job_start(&jobs[j]));
+    CHECK_OK(pool_job_wait(&jobs[CHAIN - 1]));
+    for (int j = 0; j < CHAIN; j++) CHECK_OK(pool_job_wait(&jobs[j]));
+    CHECK_EQ(atomic_load(&job_hits), CHAIN);
+  }
+  atomic_store(&r.stop, 1);
+  CHECK_EQ(pthread_join(th, NULL), 0);
+  CHECK(r.done > 0);
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_EQ(atomic_load(&tasks_run), submitted);
+  /* Then a shrink holds as in `shrink`. */
+  CHECK_OK(pool_resize(p, 2));
+  atomic_store(&cap, 2);
+  for (int k = 0; k < 200; k++) CHECK_OK(pool_submit(p, short_task, NULL));
+  CHECK_OK(pool_wait_idle(p));
+  CHECK_EQ(atomic_load(&violations), 0);
+  atomic_store(&cap, 0);
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- resize racing destroy --------------------------------------------------- */
+
+static void case_destroy(void) {
+  unsigned long reps = check_iters(12);
+  for (unsigned long i = 0; i < reps; i++) {
+    pool_t *p = sized_pool(1 + (unsigned)(i % 3), 4);
+    resizer r = {.pool = p, .seed = 0x9e3779b9u + i};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, resize_loop, &r), 0);
+    for (int k = 0; k < 20; k++) CHECK_OK(pool_submit(p, noop, NULL));
+    if (i % 2) sleep_ms(1);
+    CHECK_OK(pool_destroy(p));
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK(r.last_rc == 0 || r.last_rc == ESHUTDOWN);
+  }
+}
+
+TEST_MAIN(240, TEST_CASE(errors), TEST_CASE(shrink), TEST_CASE(shrink_waits), TEST_CASE(grow),
+          TEST_CASE(race), TEST_CASE(destroy))

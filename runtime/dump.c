@@ -94,7 +94,7 @@ static void put_worker(out *o, const char *label, unsigned id, ws_worker *w) {
     put(o, ": waiting (helping) for ");
     put_wait(o, w);
   } else if (doing == WS_DOING_PARKED) {
-    put(o, ": parked (no region needs it)");
+    put(o, w->standin ? ": parked (no region needs it)" : ": parked (beyond the pool's size)");
   } else {
     put(o, ": running or looking for work");
   }

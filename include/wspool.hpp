@@ -427,6 +427,19 @@ void submit_copy(pool_t *p, F &&f, first_exception *exc) {
   }
 }
 
+/* pool_try_submit() of a copy: false when the bound is reached (the copy
+ * is dropped, `f` itself untouched when it was an lvalue). */
+template <class F>
+bool try_submit_copy(pool_t *p, F &&f, first_exception *exc) {
+  using D = std::decay_t<F>;
+  owned_call<D> *c = new owned_call<D>{D(std::forward<F>(f)), exc};
+  int rc = pool_try_submit(p, &owned_call<D>::run, c);
+  if (rc == 0) return true;
+  delete c;
+  if (rc == EAGAIN) return false;
+  fail(rc, "pool_try_submit");
+}
+
 /* A task_group's task: a copy of the callable, which frees itself when it
  * has run, or when the runtime skips it (pool_group_spawn_drop()'s drop). */
 template <class D>
@@ -659,6 +672,21 @@ class pool {
   void submit(F &&f) {
     detail::submit_copy(p_, std::forward<F>(f), &exc_);
   }
+  /** pool_try_submit(): as submit(), but false instead of waiting when
+   *  the pool's bound (pool_config_t::max_queued) is reached. */
+  template <class F>
+  bool try_submit(F &&f) {
+    return detail::try_submit_copy(p_, std::forward<F>(f), &exc_);
+  }
+  /** pool_pending(): {tasks queued, tasks running}, a snapshot. */
+  std::pair<std::size_t, std::size_t> pending() const {
+    std::size_t q = 0, r = 0;
+    detail::check(pool_pending(p_, &q, &r), "pool_pending");
+    return {q, r};
+  }
+  /** pool_resize(): throws wspool::error(EINVAL) for 0 or above
+   *  max_threads, (EDEADLK) from one of this pool's workers. */
+  void resize(unsigned threads) { detail::check(pool_resize(p_, threads), "pool_resize"); }
   /** pool_wait_idle(), then rethrow the first exception a submitted task
    *  threw since the last wait_idle(). */
   void wait_idle() {

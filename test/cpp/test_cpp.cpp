@@ -1437,6 +1437,44 @@ static void case_submit() {
 
 static void case_errors() { test_errors(); }
 
+/* try_submit, pending and resize on a pool of 1 (max 3) bounded at 2:
+ * with the worker held, two wait and the third try fails; a resize out
+ * of range throws EINVAL; after the release every accepted task ran once. */
+static void case_bounded_resize() {
+  pool_config_t c = wspool::pool::default_config();
+  c.threads = 1;
+  c.max_threads = 3;
+  c.max_queued = 2;
+  wspool::pool p(c);
+  std::atomic<int> gate{0}, started{0}, ran{0};
+  p.submit([&] {
+    started++;
+    while (!gate.load()) std::this_thread::yield();
+    ran++;
+  });
+  while (started.load() == 0) std::this_thread::yield();
+  CHECK(p.try_submit([&] { ran++; }));
+  CHECK(p.try_submit([&] { ran++; }));
+  CHECK(!p.try_submit([&] { ran += 100; }));
+  std::pair<std::size_t, std::size_t> pr = p.pending();
+  CHECK_EQ(pr.first, 2u);
+  CHECK_EQ(pr.second, 1u);
+  int code = 0;
+  try {
+    p.resize(4);
+  } catch (const wspool::error &e) {
+    code = e.code();
+  }
+  CHECK_EQ(code, EINVAL);
+  p.resize(3);
+  CHECK_EQ(p.threads(), 3u);
+  gate = 1;
+  p.wait_idle();
+  CHECK_EQ(ran.load(), 3);
+  p.resize(1);
+  CHECK_EQ(p.threads(), 1u);
+}
+
 static void case_no_allocation() {
   wspool::pool one(1), three(3);
   test_no_allocation(one);
@@ -1448,4 +1486,4 @@ TEST_MAIN(240, TEST_CASE(join), TEST_CASE(join_exceptions), TEST_CASE(parallel_f
           TEST_CASE(no_allocation), TEST_CASE(group_exception), TEST_CASE(group_cancel),
           TEST_CASE(nested_cancel), TEST_CASE(parallel_for_cancel), TEST_CASE(join_cancel),
           TEST_CASE(is_cancelled), TEST_CASE(isolate), TEST_CASE(blocking), TEST_CASE(job_order),
-          TEST_CASE(job_exceptions), TEST_CASE(job_destroy))
+          TEST_CASE(job_exceptions), TEST_CASE(job_destroy), TEST_CASE(bounded_resize))

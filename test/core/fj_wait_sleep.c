@@ -32,9 +32,11 @@ static double cpu_seconds(void) {
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* Until another thread set `flag`. It yields: on an oversubscribed
+ * machine (other test programs, sanitizers) a pure spin holds the CPU the
+ * setter needs for a whole time slice, once per cycle. */
 static void spin_until(atomic_int *flag) {
-  while (!atomic_load(flag)) {
-  }
+  while (!atomic_load(flag)) sched_yield();
 }
 
 /* ---- CPU over a wait for a blocked, stolen task --------------------------- */

@@ -132,6 +132,32 @@
  * the call stack to stderr and calls abort(). That build is the one
  * exception to "never calls abort()"; it is meant for testing.
  *
+ * \section idlepoll Idle workers and the program's other threads
+ * A worker that runs out of work looks again, yielding its CPU between
+ * looks, for pool_config_t::idle_poll_us, then sleeps on a futex until work
+ * is submitted (no timer, no CPU while asleep). By default
+ * (POOL_IDLE_POLL_AUTO) it polls about 100 us, except when the threads
+ * runnable on the machine, not counting the pool's own awake workers,
+ * already fill every online CPU (the kernel's count in /proc/loadavg, read
+ * at most every 10 ms per process): then it sleeps at once, as a thread
+ * waiting on a condition variable would, so that a program's own threads,
+ * its other pools and other processes keep their CPUs, and a small job
+ * arriving later wakes the worker (the scheduler runs a woken thread
+ * promptly) instead of finding it queued behind a busy thread it yielded
+ * to. Where /proc/loadavg cannot be read, the default polls. A program that
+ * feeds a pool small jobs now and then beside busy threads of its own (an
+ * I/O helper) may ask for POOL_IDLE_POLL_NONE; one that owns its CPUs and
+ * wants the lowest wake latency, for a longer poll. `WSPOOL_IDLE_POLL`
+ * sets the value pool_config_default() fills in.
+ * \code
+ * pool_config_t cfg;
+ * pool_config_default(&cfg);
+ * cfg.threads = 1;
+ * cfg.idle_poll_us = POOL_IDLE_POLL_NONE;  // an I/O helper: never poll
+ * pool_t *io;
+ * int rc = pool_create(&io, &cfg);   // EINVAL outside [-1, POOL_IDLE_POLL_MAX]
+ * \endcode
+ *
  * \section hooks Worker hooks and names
  * pool_config_t::on_worker_start runs once on each worker thread, after the
  * thread is bound (pool_worker_cpu() tells where) and before it takes any
@@ -284,13 +310,34 @@ typedef struct pool_config {
       count is capped at it. Below \p threads, or above POOL_MAX_THREADS,
       is EINVAL. */
   unsigned max_threads;
+  /** How long a worker that ran out of work keeps looking for more (with
+      sched_yield() between looks) before it sleeps, in microseconds.
+      Polling turns a wake-up into a look (lower latency for work that
+      arrives soon) at the cost of CPU other threads may want.
+      - POOL_IDLE_POLL_AUTO (0, the default and what a zeroed config
+        holds): about 100 us, and none while other runnable threads (of
+        this process or any other) fill every CPU: a worker then sleeps at
+        once and leaves its CPU to them (see \ref idlepoll).
+      - POOL_IDLE_POLL_NONE (-1): sleep at once, always.
+      - 1 to POOL_IDLE_POLL_MAX: poll that long, whatever else runs.
+      Any other value: pool_create() fails with EINVAL. */
+  int idle_poll_us;
 } pool_config_t;
+
+/** pool_config_t::idle_poll_us: poll, unless other threads fill the CPUs. */
+#define POOL_IDLE_POLL_AUTO 0
+/** pool_config_t::idle_poll_us: never poll; sleep as soon as idle. */
+#define POOL_IDLE_POLL_NONE (-1)
+/** pool_config_t::idle_poll_us: the longest poll accepted (1 s). */
+#define POOL_IDLE_POLL_MAX 1000000
 
 /**
  * \brief Fill \p cfg with the defaults.
  *
- * Reads `WSPOOL_THREADS` (a count, 0 = automatic) and `WSPOOL_BIND`
- * (`none|core|spread`). A bad value is reported on stderr naming the variable
+ * Reads `WSPOOL_THREADS` (a count, 0 = automatic), `WSPOOL_BIND`
+ * (`none|core|spread`) and `WSPOOL_IDLE_POLL` (microseconds of
+ * pool_config_t::idle_poll_us, 0 = POOL_IDLE_POLL_NONE; unset =
+ * POOL_IDLE_POLL_AUTO). A bad value is reported on stderr naming the variable
  * and the value, and the default is used. Fields set after this call win.
  * Does nothing when \p cfg is NULL.
  * \param cfg the configuration to fill.
@@ -301,8 +348,8 @@ POOL_API void pool_config_default(pool_config_t *cfg);
  * \brief Create a pool and start its workers.
  * \param out receives the pool; untouched on failure.
  * \param cfg configuration, or NULL for pool_config_default().
- * \return 0; EINVAL for a NULL \p out, a thread count above POOL_MAX_THREADS
- *         or a bad bind value; ENOMEM; EAGAIN when a thread cannot be created
+ * \return 0; EINVAL for a NULL \p out, a thread count above POOL_MAX_THREADS,
+ *         a bad bind value or an idle_poll_us outside [-1, POOL_IDLE_POLL_MAX]; ENOMEM; EAGAIN when a thread cannot be created
  *         (threads already started are joined and nothing leaks); ENOTSUP
  *         when \p cfg->bind_strict is set and binding is impossible.
  */

@@ -6,8 +6,8 @@
  * they are used (pool_config_default(), each pool's creation and destroy,
  * the first trace), not cached, so a program may set them between pools.
  * README.md's environment table is checked against this one by
- * test/core/options.c. pool_config_default() is here too: it reads two of
- * them.
+ * test/core/options.c. pool_config_default() is here too: it reads three
+ * of them.
  *
  * Every variable is read with secure_getenv(): in a process that gained
  * privilege at exec (setuid or setgid, file capabilities: the kernel's
@@ -74,6 +74,15 @@ static const ws_option_desc options[WS_OPT_COUNT] = {
                          .accepts = "a stand-in count from 0 (regions off) to 4096",
                          .doc = "stand-in threads each pool may run at once for tasks blocked "
                                 "in a `pool_blocking_begin` region (unset: 4 per worker)"},
+    /* -1, no value a count can have: POOL_IDLE_POLL_AUTO. 0 is "none" here,
+     * as a time; in pool_config_t 0 is automatic, what a zeroed struct
+     * holds (pool_config_default maps one to the other). */
+    [WS_OPT_IDLE_POLL] = {.name = "WSPOOL_IDLE_POLL", .kind = KIND_COUNT, .dflt = -1,
+                          .max = POOL_IDLE_POLL_MAX,
+                          .accepts = "microseconds from 0 (sleep at once) to 1000000",
+                          .doc = "how long an idle worker polls before it sleeps, in us, for "
+                                 "`pool_config_default` (0 = sleeps at once; unset: about 100, "
+                                 "none while other threads fill the CPUs)"},
 };
 
 const ws_option_desc *ws_option_table(size_t *n) {
@@ -124,4 +133,6 @@ void pool_config_default(pool_config_t *cfg) {
   memset(cfg, 0, sizeof(*cfg));
   cfg->threads = (unsigned)ws_option_long(WS_OPT_THREADS);
   cfg->bind = (pool_bind_t)ws_option_long(WS_OPT_BIND);
+  long poll = ws_option_long(WS_OPT_IDLE_POLL);
+  cfg->idle_poll_us = poll < 0 ? POOL_IDLE_POLL_AUTO : poll == 0 ? POOL_IDLE_POLL_NONE : (int)poll;
 }

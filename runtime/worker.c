@@ -9,20 +9,23 @@
  *      full lanes first: take_global; never waited for: ws_gqueue_pop_batch)
  *   3. steal, FIFO end, from victims in random order, nearest level first
  * An idle worker repeats this with sched_yield() between failed rounds
- * (the multiprogramming variant of Arora, Blumofe and Plaxton) before it
- * sleeps (sleep.h). */
+ * (the multiprogramming variant of Arora, Blumofe and Plaxton) for the
+ * pool's idle poll, then sleeps (sleep.h). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 
+#include "busy.h"
 #include "split.h"
 
-/* Failed rounds before an idle worker sleeps: about 0.1 ms of polling with
- * one worker (more when workers outnumber CPUs, as each round yields), short
- * enough that an idle pool costs nothing measurable. */
-enum { SPIN_ROUNDS = 64 };
+/* The automatic idle poll (POOL_IDLE_POLL_AUTO): long enough for the next
+ * task of a burst or a loop's next round to find the worker awake (a
+ * look, not a futex wake), short enough that an idle pool costs nothing
+ * measurable. Time, not rounds: a yield that runs another thread for its
+ * slice ends the poll. */
+enum { AUTO_POLL_NS = 100 * 1000 };
 
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
@@ -260,15 +263,41 @@ static void idle_sleep(struct pool *p, uint32_t e) {
     for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
 }
 
-/* Idle: failed rounds with a yield between them, then the sleep protocol.
- * The first PARTIAL_AFTER rounds leave short lanes to fill up. */
+/* How long an idle worker of p polls, in nanoseconds (0: not at all).
+ * Automatic: not while the machine's other runnable threads fill every CPU
+ * (busy.h). Each of them is what sched_yield() would run: the poll would
+ * then hand our CPU to a thread the program or the machine needs, and
+ * leave us queued behind it, runnable but not running, when our next task
+ * arrives (a producer sees no sleeper and wakes nobody), where a sleeping
+ * worker is woken and the scheduler runs it promptly. The pool's own awake
+ * workers do not count: they are ours, and poll or work. The sleepers
+ * count is a hint (relaxed): a wrong guess polls or sleeps once. */
+static uint64_t idle_poll_ns(struct pool *p) {
+  int us = p->cfg.idle_poll_us;
+  if (us != POOL_IDLE_POLL_AUTO) return us > 0 ? (uint64_t)us * 1000u : 0;
+  uint32_t asleep = ws_u32_load(&p->sleep.sleepers, ws_relaxed);
+  /* Workers in use (pool_resize parks the others) and awake stand-ins. */
+  uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
+  unsigned own = threads > asleep ? threads - asleep : 1;
+  return ws_cpus_busy(own) ? 0 : AUTO_POLL_NS;
+}
+
+/* Idle: failed rounds with a yield between them for the pool's poll time,
+ * then the sleep protocol. The first PARTIAL_AFTER rounds leave short
+ * lanes to fill up; the sleeper's last look takes them. */
 static ws_task *idle_search(ws_worker *w) {
-  for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+  uint64_t poll = idle_poll_ns(w->pool);
+  if (poll == 0) return NULL;
+  uint64_t end = ws_mono_ns() + poll;
+  for (unsigned r = 0;; r++) {
     sched_yield();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
     if (t) return t;
+    /* Relaxed: a hint to stop polling for a pool being destroyed (a poll
+     * may be long); the sleeper's seq_cst check after its last look is
+     * the one that decides (docs/design.md 5.5). */
+    if (ws_mono_ns() >= end || ws_u32_load(&w->pool->stop, ws_relaxed)) return NULL;
   }
-  return NULL;
 }
 
 /* Stand-ins (docs/design.md 5.9, where the argument is). A stand-in is

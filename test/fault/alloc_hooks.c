@@ -16,6 +16,10 @@
  *                  sanitizers): during a second run of the workload (no
  *                  thread starts), every C-library allocation call is one
  *                  the hooks made, and the live ones match (no bypass).
+ *  bound           the same workload on a pool bound to cores (placement
+ *                  plan, victims and worker blocks, cache-line aligned
+ *                  inside the hooks' blocks, NUMA-local or not): the same
+ *                  counts, nothing left after destroy.
  *  blocking        tasks in blocking regions bring in stand-ins; their
  *                  blocks go through the hooks too (counted, freed).
  *  burst           with hooks and without: 40000 outside submissions while
@@ -28,7 +32,8 @@
  *                  pool_create or in the workload, until a run in which no
  *                  k-th call happened. Each call returns 0 or ENOMEM; each
  *                  task accepted runs exactly once; after destroy the hooks
- *                  hold nothing.
+ *                  hold nothing. Then the same for pool_create alone on a
+ *                  pool bound with SPREAD (its plan's temporaries).
  *  errors          pool_memory: EINVAL for NULL bytes; ESHUTDOWN after
  *                  destroy; in a child of fork(), EOWNERDEAD, and the
  *                  child's pool_destroy() gives every block back through
@@ -104,16 +109,21 @@ static void acct_check_empty(acct_t *a) {
   CHECK_EQ(atomic_load(&a->allocs), atomic_load(&a->frees));
 }
 
-static int hooked_pool(pool_t **out, unsigned threads, acct_t *a) {
+static int hooked_pool_bind(pool_t **out, unsigned threads, acct_t *a, pool_bind_t bind) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = threads;
+  cfg.bind = bind;
   if (a) {
     cfg.alloc_fn = acct_alloc;
     cfg.free_fn = acct_free;
     cfg.alloc_ctx = a;
   }
   return pool_create(out, &cfg);
+}
+
+static int hooked_pool(pool_t **out, unsigned threads, acct_t *a) {
+  return hooked_pool_bind(out, threads, a, POOL_BIND_NONE);
 }
 
 /* Waits (bounded by the watchdog) until pool_memory() equals the hooks'
@@ -292,6 +302,20 @@ static void case_workload(void) {
   acct_check_empty(&a);
 }
 
+/* Where binding is impossible the pool starts unbound (a warning): the
+ * plan is made either way. */
+static void case_bound(void) {
+  acct_t a;
+  acct_reset(&a);
+  pool_t *p;
+  CHECK_OK(hooked_pool_bind(&p, 2, &a, POOL_BIND_CORE));
+  settle(p, &a);
+  run_checked(p, 1);
+  settle(p, &a);
+  CHECK_OK(pool_destroy(p));
+  acct_check_empty(&a);
+}
+
 static atomic_int in_region;
 
 static void blocker(void *arg) {
@@ -393,6 +417,18 @@ static void case_fail_sweep(void) {
      * stride (the workload's calls repeat the same sites). */
     if (k > 400) k += k / (TEST_UNDER_SANITIZER ? 4 : 32);
   }
+  for (long k = 1;; k++) {
+    acct_reset(&a);
+    atomic_store(&a.fail_at, k);
+    pool_t *p = NULL;
+    int rc = hooked_pool_bind(&p, 3, &a, POOL_BIND_SPREAD);
+    CHECK(rc == 0 || rc == ENOMEM);
+    CHECK_EQ(rc != 0, atomic_load(&a.failed));
+    if (rc == 0) CHECK_OK(pool_destroy(p));
+    acct_check_empty(&a);
+    if (rc == 0) break;
+    CHECK(k < 10000);
+  }
 }
 
 static void case_errors(void) {
@@ -421,5 +457,5 @@ static void case_errors(void) {
   CHECK_EQ(pool_memory(p, &m), ESHUTDOWN); /* no pool_create since */
 }
 
-TEST_MAIN(240, TEST_CASE(one_null), TEST_CASE(workload), TEST_CASE(blocking), TEST_CASE(burst),
+TEST_MAIN(240, TEST_CASE(one_null), TEST_CASE(workload), TEST_CASE(bound), TEST_CASE(blocking), TEST_CASE(burst),
           TEST_CASE(fail_sweep), TEST_CASE(errors))

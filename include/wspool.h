@@ -55,7 +55,7 @@
  * The reference is in groups: \ref pool, \ref forkjoin, \ref typed,
  * \ref parfor, \ref cancel, \ref jobs, \ref blocking, \ref stats, \ref placement and \ref version. The sections
  * below hold what applies to every group: \ref errors, \ref nullpool,
- * \ref faults and \ref hooks. docs/ holds the design, tuning, placement
+ * \ref faults, \ref hooks and \ref memory. docs/ holds the design, tuning, placement
  * and performance notes.
  *
  * \section errors Errors
@@ -232,6 +232,70 @@
  *   pool_destroy(pool);
  * }
  * \endcode
+ *
+ * \section memory Memory: allocator hooks and pool_memory()
+ * A program that accounts its memory gives a pool its allocator in
+ * pool_config_t::alloc_fn, pool_config_t::free_fn and
+ * pool_config_t::alloc_ctx, and reads what the pool holds with
+ * pool_memory(). The hooks get every allocation the library makes for
+ * that pool while it exists: worker blocks, deques and their growth,
+ * private frame stacks, submit batches, the global queue's rings, group
+ * children and their node caches, parallel_for ranges and reduce
+ * accumulators, jobs' edge blocks, stand-ins, the placement plan and its
+ * temporaries; pool_destroy() gives all of it back through `free_fn`, as
+ * does pool_destroy() of a pool inherited across fork(), in the child.
+ * Not through the hooks, and not counted by pool_memory():
+ * - the pool's control struct (the few KiB `pool_t *` points to), from
+ *   posix_memalign: never freed, a later pool_create() reuses it (\ref
+ *   faults);
+ * - process-wide state no pool owns: the hwloc topology (loaded once per
+ *   process) and every allocation inside hwloc; the lists of
+ *   WSPOOL_TRACE, its per-worker trace buffers and the file's; the busy
+ *   set of a `-Ddebug_checks=true` build;
+ * - the C library's own: thread stacks (of pool_config_t::stack_size) and
+ *   thread control blocks, and the CPU sets of sched_getaffinity() and
+ *   binding (CPU_ALLOC, freed before the call returns), including the
+ *   one pool_create() reads before the pool exists for `threads = 0`;
+ * - the objects of the C++ layer (wspool.hpp), from operator new.
+ *
+ * With hooks, worker blocks are the hooks' memory, cache-line aligned
+ * inside an over-allocation (128 bytes more), so a bound pool
+ * loses NUMA-local worker memory (its workers are still bound and steal
+ * nearest first); and the global queue's large rings come from the hooks
+ * too, so what a burst grew goes back to the hooks when the pool is idle
+ * (not straight to the system, as without hooks). Without hooks nothing
+ * changes: the library calls malloc, posix_memalign and mmap as before,
+ * and pool_memory() counts those blocks. The cost either way is one
+ * predictable branch per allocation and a count on a line the calling
+ * thread owns (a worker's) or an atomic add (any other thread).
+ * \code
+ * typedef struct { _Atomic size_t live; } acct_t;
+ * typedef struct { size_t size; _Alignas(16) char data[]; } hdr_t;
+ * static void *acct_alloc(void *ctx, size_t size) {
+ *   hdr_t *h = malloc(sizeof(hdr_t) + size);
+ *   if (!h) return NULL;
+ *   h->size = size;
+ *   atomic_fetch_add(&((acct_t *)ctx)->live, size);
+ *   return h->data;
+ * }
+ * static void acct_free(void *ctx, void *p) {
+ *   hdr_t *h = (hdr_t *)((char *)p - offsetof(hdr_t, data));
+ *   atomic_fetch_sub(&((acct_t *)ctx)->live, h->size);
+ *   free(h);
+ * }
+ * ...
+ * acct_t acct = {0};
+ * pool_config_t cfg;
+ * pool_config_default(&cfg);
+ * cfg.alloc_fn = acct_alloc;
+ * cfg.free_fn = acct_free;
+ * cfg.alloc_ctx = &acct;
+ * pool_t *pool;
+ * if (pool_create(&pool, &cfg) == 0) {
+ *   // ... work; acct.live == what pool_memory() says once idle
+ *   pool_destroy(pool);  // acct.live == 0 here
+ * }
+ * \endcode
  */
 #ifndef WSPOOL_H
 #define WSPOOL_H
@@ -322,6 +386,21 @@ typedef struct pool_config {
       - 1 to POOL_IDLE_POLL_MAX: poll that long, whatever else runs.
       Any other value: pool_create() fails with EINVAL. */
   int idle_poll_us;
+  /** Allocator hooks (\ref memory), in the shape of zstd's customMem:
+      every allocation the library makes for this pool (but the exceptions
+      listed there) is `alloc_fn(alloc_ctx, size)` and is given back with
+      `free_fn(alloc_ctx, ptr)`. Both NULL (the default) = the C library;
+      exactly one NULL = EINVAL from pool_create(). `alloc_fn` returns
+      memory aligned for any object, as malloc does, or NULL (the call
+      that needed it then fails with ENOMEM, or runs its work inline where
+      documented). Both are called from any thread of the process, also
+      concurrently, until pool_destroy() returns; they must not call into
+      this pool. */
+  void *(*alloc_fn)(void *ctx, size_t size);
+  /** Gives back a block of `alloc_fn`; never called with NULL. */
+  void (*free_fn)(void *ctx, void *ptr);
+  /** Passed to both allocator hooks. */
+  void *alloc_ctx;
 } pool_config_t;
 
 /** pool_config_t::idle_poll_us: poll, unless other threads fill the CPUs. */
@@ -349,7 +428,9 @@ POOL_API void pool_config_default(pool_config_t *cfg);
  * \param out receives the pool; untouched on failure.
  * \param cfg configuration, or NULL for pool_config_default().
  * \return 0; EINVAL for a NULL \p out, a thread count above POOL_MAX_THREADS,
- *         a bad bind value or an idle_poll_us outside [-1, POOL_IDLE_POLL_MAX]; ENOMEM; EAGAIN when a thread cannot be created
+ *         a bad bind value, an idle_poll_us outside [-1, POOL_IDLE_POLL_MAX],
+ *         or exactly one of `alloc_fn` and `free_fn` set; ENOMEM; EAGAIN
+ *         when a thread cannot be created
  *         (threads already started are joined and nothing leaks); ENOTSUP
  *         when \p cfg->bind_strict is set and binding is impossible.
  */
@@ -512,6 +593,32 @@ POOL_API int pool_wait_idle(pool_t *pool);
  *         in a child of fork().
  */
 POOL_API int pool_resize(pool_t *pool, unsigned threads);
+
+/**
+ * \brief How many bytes the pool holds from its allocator now (\ref
+ * memory): the allocator hooks', or the C library's without them.
+ *
+ * What the library asked for: with hooks, exactly the sum of the sizes of
+ * the blocks `alloc_fn` returned and `free_fn` has not taken back yet;
+ * without them, the sizes given to malloc, posix_memalign and mmap (not
+ * the C library's own overhead). The exceptions listed in \ref memory are
+ * not counted. Each thread counts its own allocations on a line of its
+ * own, and this call sums the counts: no lock, no write. While the pool
+ * works the sum is a snapshot of moving counts (a block allocated on one
+ * thread and freed on another may be seen on one side only); once the
+ * pool is idle (pool_wait_idle() returned and nothing runs) it is exact.
+ * \code
+ * size_t bytes;
+ * if (pool_memory(pool, &bytes) == 0)
+ *   printf("pool: %zu KiB\n", bytes >> 10);
+ * \endcode
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param bytes receives the count.
+ * \return 0; EINVAL for a NULL \p bytes or when there is no pool;
+ *         ESHUTDOWN once pool_destroy() began (from a thread that is not
+ *         one of its workers); EOWNERDEAD in a child of fork().
+ */
+POOL_API int pool_memory(const pool_t *pool, size_t *bytes);
 
 /** \brief Worker count of \p pool (NULL: as in \ref nullpool): its size now,
  *  as pool_resize() last set it; 0 if none. */

@@ -50,21 +50,25 @@ typedef struct ws_array {
   ws_ptr slot[];            /* ws_task * */
 } ws_array;
 
+struct ws_mem;
+
 typedef struct ws_deque {
   WS_ALIGNED ws_i64 top; /* thieves' end: written only by CAS */
   WS_ALIGNED ws_i64 bottom; /* owner's end */
   ws_ptr array;             /* ws_array *, written only by the owner */
   ws_array *retired;        /* owner only */
   ws_array *embedded;       /* the first array when the caller provided it */
+  struct ws_mem *mem;       /* where grown arrays come from (mem.h) */
 } ws_deque;
 
+/* With arrays from the C library (no pool: the deque's tests). */
 int ws_deque_init(ws_deque *d, unsigned log_size);
 /* Bytes of the first array for ws_deque_init_in. */
 size_t ws_deque_array_bytes(unsigned log_size);
 /* The first array in `storage` (ws_deque_array_bytes(log_size) bytes,
  * pointer-aligned, owned by the caller and never freed here): how a worker
  * keeps its deque in its NUMA node's memory. Cannot fail. */
-void ws_deque_init_in(ws_deque *d, unsigned log_size, void *storage);
+void ws_deque_init_in(ws_deque *d, unsigned log_size, void *storage, struct ws_mem *mem);
 void ws_deque_destroy(ws_deque *d);
 /* Owner only: replace the array by one twice as large. 0 or ENOMEM. */
 int ws_deque_grow(ws_deque *d, int64_t top, int64_t bottom);

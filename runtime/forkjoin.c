@@ -411,7 +411,7 @@ static void child_exec(ws_task *t, ws_worker *w) {
   pool_fn fn = c->fn, drop = c->drop;
   void *arg = c->arg;
   ws_group *g = c->group;
-  ws_node_free(ws_node_of(c), &w->nodes);
+  ws_node_free(&w->pool->mem, ws_node_of(c), &w->nodes);
   ws_scope_set_ctx(ws__scope, &g->unit);
   if (!child_run(g, fn, drop, arg, w)) pool__tls.tasks--; /* ws_run() counts a run */
   struct pool *p = g->pool;
@@ -488,7 +488,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
    * inside the pool's gate (pool.c). */
   int rc = inside ? 0 : ws_enter(p);
   if (rc) return rc;
-  ws_node *n = ws_node_alloc(inside ? &w->nodes : NULL);
+  ws_node *n = ws_node_alloc(&p->mem, inside ? &w->nodes : NULL);
   if (!n) {
     if (!inside) ws_leave(p);
     return ENOMEM;
@@ -508,7 +508,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
     if (!inside) ws_leave(p);
     return 0;
   }
-  ws_node_free(n, inside ? &w->nodes : NULL);
+  ws_node_free(&p->mem, n, inside ? &w->nodes : NULL);
   if (inside && rc == ENOMEM) {
     /* The deque cannot grow: run it now, as the group's. */
     ws_scope sc;

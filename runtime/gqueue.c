@@ -7,43 +7,56 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "mem.h"
+
 enum { GQ_INITIAL = 256 };
 /* Rings from this many entries (256 KiB) on are worth giving back when the
  * pool goes idle (ws_gqueue_grown); smaller ones are kept: trimming them
  * would cost an idle pool a wake for a few pages. */
 enum { GQ_TRIM_FROM = 16384 };
 
-/* Grown rings (above the first size) are mapped pages of their own, so
- * that freeing one gives its memory back to the system at once: from
- * malloc, a ring freed by a worker returns to the arena of the producer
- * that grew it, whose trim threshold glibc raises as large blocks come
- * and go, and stays resident (design.md 3). */
+/* Without allocator hooks, grown rings (above the first size) are mapped
+ * pages of their own, so that freeing one gives its memory back to the
+ * system at once: from malloc, a ring freed by a worker returns to the
+ * arena of the producer that grew it, whose trim threshold glibc raises as
+ * large blocks come and go, and stays resident (design.md 3). With hooks,
+ * every ring is the program's: its allocator decides what goes back. */
 enum { RING_MAPPED = 2 * GQ_INITIAL * sizeof(ws_gitem) };
 
-static ws_gitem *ring_alloc(size_t cap) {
+static bool ring_mapped(const ws_gqueue *q, size_t bytes) {
+  return bytes >= RING_MAPPED && !q->mem->alloc_fn;
+}
+
+static ws_gitem *ring_alloc(ws_gqueue *q, size_t cap) {
   size_t bytes = cap * sizeof(ws_gitem);
-  if (bytes < RING_MAPPED) return malloc(bytes);
+  if (!ring_mapped(q, bytes)) return ws_mem_alloc(q->mem, bytes);
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return m == MAP_FAILED ? NULL : m;
+  if (m == MAP_FAILED) return NULL;
+  ws_mem_count(q->mem, bytes);
+  return m;
 }
 
-static void ring_free(ws_gitem *ring, size_t cap) {
+static void ring_free(ws_gqueue *q, ws_gitem *ring, size_t cap) {
   size_t bytes = cap * sizeof(ws_gitem);
-  if (bytes < RING_MAPPED)
-    free(ring);
-  else if (ring)
+  if (!ring) return;
+  if (!ring_mapped(q, bytes)) {
+    ws_mem_free(q->mem, ring, bytes);
+  } else {
+    ws_mem_count(q->mem, (uint64_t)0 - bytes);
     munmap(ring, bytes);
+  }
 }
 
-int ws_gqueue_init(ws_gqueue *q) {
+int ws_gqueue_init(ws_gqueue *q, ws_mem *mem) {
   memset(q, 0, sizeof(*q));
-  q->ring = ring_alloc(GQ_INITIAL);
+  q->mem = mem;
+  q->ring = ring_alloc(q, GQ_INITIAL);
   if (!q->ring) return ENOMEM;
   q->cap = GQ_INITIAL;
   pthread_mutexattr_t attr;
   int rc = pthread_mutexattr_init(&attr);
   if (rc) {
-    ring_free(q->ring, q->cap);
+    ring_free(q, q->ring, q->cap);
     return rc;
   }
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
@@ -56,7 +69,7 @@ int ws_gqueue_init(ws_gqueue *q) {
   rc = pthread_mutex_init(&q->lock, &attr);
   pthread_mutexattr_destroy(&attr);
   if (rc) {
-    ring_free(q->ring, q->cap);
+    ring_free(q, q->ring, q->cap);
     return rc;
   }
   ws_i64_store(&q->size_hint, 0, ws_relaxed);
@@ -67,7 +80,7 @@ int ws_gqueue_init(ws_gqueue *q) {
 
 void ws_gqueue_destroy(ws_gqueue *q, bool owned) {
   if (owned) pthread_mutex_destroy(&q->lock);
-  ring_free(q->ring, q->cap);
+  ring_free(q, q->ring, q->cap);
   q->ring = NULL;
 }
 
@@ -75,7 +88,7 @@ void ws_gqueue_destroy(ws_gqueue *q, bool owned) {
  * in order from its front; the old ring is freed. */
 static void move_ring(ws_gqueue *q, ws_gitem *ring, size_t cap) {
   for (size_t i = 0; i < q->count; i++) ring[i] = q->ring[(q->head + i) % q->cap];
-  ring_free(q->ring, q->cap);
+  ring_free(q, q->ring, q->cap);
   q->ring = ring;
   q->cap = cap;
   q->head = 0;
@@ -90,7 +103,7 @@ static int reserve(ws_gqueue *q, size_t more) {
     if (cap > SIZE_MAX / 2 / sizeof(ws_gitem)) return ENOMEM;
     cap *= 2;
   }
-  ws_gitem *ring = ring_alloc(cap);
+  ws_gitem *ring = ring_alloc(q, cap);
   if (!ring) return ENOMEM;
   move_ring(q, ring, cap);
   return 0;
@@ -99,7 +112,7 @@ static int reserve(ws_gqueue *q, size_t more) {
 void ws_gqueue_trim(ws_gqueue *q) {
   if (pthread_mutex_trylock(&q->lock) != 0) return;
   ws_gitem *ring;
-  if (q->count == 0 && q->cap > GQ_INITIAL && (ring = ring_alloc(GQ_INITIAL)) != NULL)
+  if (q->count == 0 && q->cap > GQ_INITIAL && (ring = ring_alloc(q, GQ_INITIAL)) != NULL)
     move_ring(q, ring, GQ_INITIAL);
   pthread_mutex_unlock(&q->lock);
 }

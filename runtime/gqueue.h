@@ -31,8 +31,11 @@ static inline ws_task *ws_gitem_task(const ws_gitem *it) {
   return it->fn ? NULL : (ws_task *)it->arg;
 }
 
+struct ws_mem;
+
 typedef struct ws_gqueue {
   pthread_mutex_t lock;
+  struct ws_mem *mem; /* where rings come from (mem.h); set at init */
   ws_gitem *ring;
   size_t cap, head, count; /* under lock */
   bool closed;             /* under lock */
@@ -47,7 +50,7 @@ typedef struct ws_gqueue {
   WS_ALIGNED ws_i64 size_hint;
 } ws_gqueue;
 
-int ws_gqueue_init(ws_gqueue *q);
+int ws_gqueue_init(ws_gqueue *q, struct ws_mem *mem);
 /* `owned`: false for a queue inherited across fork(), whose lock may be
  * held by a thread of the parent: only the ring is freed. */
 void ws_gqueue_destroy(ws_gqueue *q, bool owned);

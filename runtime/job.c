@@ -128,11 +128,11 @@ static void spin_until_clear(ws_i64 *word, int64_t mask) {
 static void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
   /* Every predecessor let go of its edge before its decrement, and the
    * last decrement (acq_rel) saw them all: the blocks are ours. */
+  struct pool *p = j->pool;
   for (edge_block *b = j->u.more, *n; b; b = n) {
     n = b->next;
-    free(b);
+    ws_mem_free(&p->mem, b, sizeof(*b));
   }
-  struct pool *p = j->pool;
   if (w && w->pool == p) {
     ws_submit_count(w, 1);
     j->u.next = q->ready;
@@ -326,7 +326,7 @@ static job_edge *edge_new(ws_job *j) {
     if (!j->own[i].succ) return &j->own[i];
   edge_block *b = j->u.more;
   if (!b || b->used == EDGE_BLOCK) {
-    edge_block *nb = malloc(sizeof(*nb));
+    edge_block *nb = ws_mem_alloc(&j->pool->mem, sizeof(*nb));
     if (!nb) return NULL;
     nb->next = b;
     nb->used = 0;

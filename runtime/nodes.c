@@ -7,28 +7,29 @@
 /* Beyond this many private nodes a worker frees instead of caching. */
 enum { CACHE_MAX = 1 << 16 };
 
-void ws_nodes_init(ws_node_cache *c) {
+void ws_nodes_init(ws_node_cache *c, ws_mem *mem) {
+  c->mem = mem;
   c->local = NULL;
   c->nlocal = 0;
   ws_ptr_store(&c->remote, NULL, ws_relaxed);
 }
 
-static void free_list(ws_node *n) {
+static void free_list(ws_mem *m, ws_node *n) {
   while (n) {
     ws_node *next = n->next;
-    free(n);
+    ws_mem_free(m, n, sizeof(ws_node));
     n = next;
   }
 }
 
 void ws_nodes_destroy(ws_node_cache *c) {
-  free_list(c->local);
-  free_list((ws_node *)ws_ptr_xchg(&c->remote, NULL, ws_acquire));
+  free_list(c->mem, c->local);
+  free_list(c->mem, (ws_node *)ws_ptr_xchg(&c->remote, NULL, ws_acquire));
   c->local = NULL;
   c->nlocal = 0;
 }
 
-ws_node *ws_node_alloc(ws_node_cache *c) {
+ws_node *ws_node_alloc(ws_mem *m, ws_node_cache *c) {
   if (c) {
     if (!c->local && ws_ptr_load(&c->remote, ws_relaxed)) {
       /* Acquire: pairs with the pushers' release CAS, so their writes of
@@ -43,18 +44,18 @@ ws_node *ws_node_alloc(ws_node_cache *c) {
       return n;
     }
   }
-  ws_node *n = malloc(sizeof(ws_node));
+  ws_node *n = ws_mem_alloc(m, sizeof(ws_node));
   if (n) n->home = c;
   return n;
 }
 
-void ws_node_free(ws_node *n, ws_node_cache *self) {
+void ws_node_free(ws_mem *m, ws_node *n, ws_node_cache *self) {
   ws_node_cache *home = n->home;
   if (!home) {
-    free(n);
+    ws_mem_free(m, n, sizeof(ws_node));
   } else if (home == self) {
     if (self->nlocal >= CACHE_MAX) {
-      free(n);
+      ws_mem_free(m, n, sizeof(ws_node));
       return;
     }
     n->next = self->local;

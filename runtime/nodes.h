@@ -11,18 +11,20 @@
 #include <stddef.h>
 
 #include "atomics.h"
+#include "mem.h"
 
 #define WS_NODE_SIZE 64
 
 typedef struct ws_node {
   struct ws_node *next;   /* free-list link */
-  struct ws_node_cache *home; /* the cache it returns to; NULL: malloc'ed */
+  struct ws_node_cache *home; /* the cache it returns to; NULL: none */
   _Alignas(16) unsigned char payload[WS_NODE_SIZE - 16];
 } ws_node;
 
 typedef struct ws_node_cache {
   ws_node *local; /* owner only */
   size_t nlocal;
+  ws_mem *mem; /* where its nodes come from; set at init */
   WS_ALIGNED ws_ptr remote; /* Treiber stack: others push, owner takes all */
 } ws_node_cache;
 
@@ -31,13 +33,13 @@ static inline ws_node *ws_node_of(void *p) {
   return (ws_node *)((char *)p - offsetof(ws_node, payload));
 }
 
-void ws_nodes_init(ws_node_cache *c);
+void ws_nodes_init(ws_node_cache *c, ws_mem *mem);
 void ws_nodes_destroy(ws_node_cache *c);
-/* A node from cache `c`, the calling worker's (NULL: an outside thread,
- * plain malloc). */
-ws_node *ws_node_alloc(ws_node_cache *c);
-/* Return a node from any thread; `self` is the calling worker's cache or
- * NULL. */
-void ws_node_free(ws_node *n, ws_node_cache *self);
+/* A node of the pool whose allocator is `m`: from cache `c`, the calling
+ * worker's, or (c NULL: an outside thread) straight from `m`. */
+ws_node *ws_node_alloc(ws_mem *m, ws_node_cache *c);
+/* Return a node of that pool from any thread; `self` is the calling
+ * worker's cache or NULL. */
+void ws_node_free(ws_mem *m, ws_node *n, ws_node_cache *self);
 
 #endif /* WS_NODES_H */

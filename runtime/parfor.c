@@ -76,7 +76,7 @@ static void range_start_exec(ws_task *t, ws_worker *w);
 static void range_handle_exec(ws_task *t, ws_worker *w);
 
 static pf_range *range_new(pf_job *job, size_t base, size_t n) {
-  pf_range *r = malloc(sizeof(*r));
+  pf_range *r = ws_mem_alloc(&job->pool->mem, sizeof(*r));
   if (!r) return NULL;
   r->start.exec = range_start_exec;
   r->handle.exec = range_handle_exec;
@@ -90,11 +90,13 @@ static pf_range *range_new(pf_job *job, size_t base, size_t n) {
   return r;
 }
 
-static void range_release(pf_range *r) {
+/* Drops a reference; w is a worker of the range's pool (the job itself
+ * may be gone by the last release). */
+static void range_release(pf_range *r, ws_worker *w) {
   /* acq_rel: the last holder sees every other holder's accesses. */
   uint32_t before = ws_u32_fetch_add(&r->refs, (uint32_t)-1, ws_acq_rel);
   WS_ASSERT(before >= 1);
-  if (before == 1) free(r);
+  if (before == 1) ws_mem_free(&w->pool->mem, r, sizeof(*r));
 }
 
 static void job_progress(pf_job *job, size_t items) {
@@ -207,7 +209,7 @@ static void range_run(ws_worker *w, pf_range *r) {
     mid = newmid;
   }
   ws_ptr_store(&r->owner, NULL, ws_relaxed);
-  range_release(r);
+  range_release(r, w);
   ws_trace_task(w, (ws_fnptr)job->body, t0);
   if (items) job_progress(job, items);
 }
@@ -225,7 +227,7 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
   if (ws_ptr_load(&r->owner, ws_relaxed) == w) {
     /* Our own running range, further up this stack: stealing from it would
      * only nest it deeper. Its owner re-exposes the handle when useful. */
-    range_release(r);
+    range_release(r, w);
     return;
   }
   pf_job *job = r->job;
@@ -241,7 +243,7 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
     high = high_of(s);
   }
   if (!stolen) {
-    range_release(r);
+    range_release(r, w);
     return;
   }
   ws_scope_set_ctx(ws__scope, &job->unit); /* items of a live job are ours now */
@@ -252,7 +254,7 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
   chunk_bounds(r->n, job->cs, nch, high - 1, &tmp, &hi);
   lo += r->base;
   hi += r->base;
-  range_release(r);
+  range_release(r, w);
 
   size_t count = high - mid;
   if (count >= 2) {
@@ -262,7 +264,7 @@ static void range_handle_exec(ws_task *t, ws_worker *w) {
     if (upper && ws_push(w, &upper->start) == 0) {
       hi = cut;
     } else {
-      free(upper);
+      if (upper) ws_mem_free(&w->pool->mem, upper, sizeof(*upper));
     }
   }
   pf_range *mine = range_new(job, lo, hi - lo);
@@ -356,12 +358,12 @@ static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, s
         continue;
       }
       if (rc == ESHUTDOWN && !started) {
-        free(r);
+        ws_mem_free(&p->mem, r, sizeof(*r));
         return ESHUTDOWN; /* nothing ran, nothing queued */
       }
     }
     /* No memory or no room: run this piece here, exposing nothing. */
-    free(r);
+    if (r) ws_mem_free(&p->mem, r, sizeof(*r));
     started = true;
     run_chunks(job, begin + lo, hi - lo, 0, hi_ch - lo_ch);
     job_progress(job, hi - lo);
@@ -409,12 +411,22 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
   if (bs < grain) bs = grain;
   red_ctx c = {r, begin, n, bs, nchunks(n, bs), NULL};
   if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
-  c.accs = malloc(c.nblocks * r->size);
-  if (!c.accs) return ENOMEM;
-  pf_job job = {.body = red_body, .ctx = &c, .block = bs, .items = n};
-  rc = parfor(p, 0, c.nblocks, 1, &job);
-  if (rc == 0)
-    for (size_t b = 0; b < c.nblocks; b++) r->combine(result, c.accs + b * r->size, r->ctx);
-  free(c.accs);
+  /* The accumulators come from the pool's allocator: from outside, inside
+   * its gate, so that destroy cannot begin (and a new pool take the
+   * struct, with other hooks) between the allocation and its free. */
+  ws_worker *w = ws_self();
+  bool inside = w && w->pool == p;
+  if (!inside && (rc = ws_enter(p)) != 0) return rc;
+  c.accs = ws_mem_alloc(&p->mem, c.nblocks * r->size);
+  if (c.accs) {
+    pf_job job = {.body = red_body, .ctx = &c, .block = bs, .items = n};
+    rc = parfor(p, 0, c.nblocks, 1, &job);
+    if (rc == 0)
+      for (size_t b = 0; b < c.nblocks; b++) r->combine(result, c.accs + b * r->size, r->ctx);
+    ws_mem_free(&p->mem, c.accs, c.nblocks * r->size);
+  } else {
+    rc = ENOMEM;
+  }
+  if (!inside) ws_leave(p);
   return rc;
 }

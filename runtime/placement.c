@@ -114,15 +114,18 @@ static int probe_affinity(void) {
   return err;
 }
 
-/* The calling thread's allowed CPUs in ascending order; <0 on ENOMEM, 0 when
+/* The calling thread's allowed CPUs in ascending order, from the pool's
+ * allocator (*bytes of it: free with ws_mem_free); <0 on ENOMEM, 0 when
  * the affinity cannot be read. */
-static int allowed_list(int **out) {
+static int allowed_list(ws_mem *m, int **out, size_t *bytes) {
   size_t size;
   *out = NULL;
+  *bytes = 0;
   cpu_set_t *set = get_affinity(&size);
   if (!set) return errno == ENOMEM ? -1 : 0;
   int n = CPU_COUNT_S(size, set), k = 0;
-  int *cpus = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+  *bytes = (size_t)(n > 0 ? n : 1) * sizeof(int);
+  int *cpus = ws_mem_alloc(m, *bytes);
   if (!cpus) {
     CPU_FREE(set);
     return -1;
@@ -160,25 +163,26 @@ static int portable_plan(struct pool *p, struct ws_placement *pl) {
   int err = probe_affinity();
   if (err) return binding_impossible(p, pl, err);
   int *cpus;
-  int k = allowed_list(&cpus);
+  size_t cpus_bytes;
+  int k = allowed_list(&p->mem, &cpus, &cpus_bytes);
   if (k < 0) return ENOMEM;
   if (k == 0) {
-    free(cpus);
+    ws_mem_free(&p->mem, cpus, cpus_bytes);
     if (p->cfg.bind_strict) return ENOTSUP;
     warn_unbound(ENOSYS);
     pl->how = "unbound: no allowed CPU found";
     return 0;
   }
-  pl->slots = malloc(pl->n * sizeof(slot));
+  pl->slots = ws_mem_alloc(&p->mem, pl->n * sizeof(slot));
   if (!pl->slots) {
-    free(cpus);
+    ws_mem_free(&p->mem, cpus, cpus_bytes);
     return ENOMEM;
   }
   for (unsigned i = 0; i < pl->n; i++) {
     slot_unknown(&pl->slots[i]);
     pl->slots[i].cpu = cpus[i % (unsigned)k];
   }
-  free(cpus);
+  ws_mem_free(&p->mem, cpus, cpus_bytes);
   pl->npus = (unsigned)k;
   pl->bind = true;
   pl->how = "by CPU number (no topology)";
@@ -221,13 +225,14 @@ static int cmp_compact(const void *x, const void *y) {
  * candidates v[0..n) are sorted by key; the ones sharing key[d] form one
  * subtree, each subtree is ordered the same way one level down, and the
  * subtrees are then dealt one element at a time. */
-static int scatter(cand *v, unsigned n, int d) {
+static int scatter(ws_mem *m, cand *v, unsigned n, int d) {
   if (n <= 1 || d == NKEY) return 0;
   unsigned ng = 1;
   for (unsigned i = 1; i < n; i++) ng += v[i].key[d] != v[i - 1].key[d];
-  if (ng == 1) return scatter(v, n, d + 1);
-  unsigned *start = malloc((ng + 1) * sizeof(unsigned)), *pos = malloc(ng * sizeof(unsigned));
-  cand *out = malloc(n * sizeof(cand));
+  if (ng == 1) return scatter(m, v, n, d + 1);
+  unsigned *start = ws_mem_alloc(m, (ng + 1) * sizeof(unsigned));
+  unsigned *pos = ws_mem_alloc(m, ng * sizeof(unsigned));
+  cand *out = ws_mem_alloc(m, n * sizeof(cand));
   int rc = 0;
   if (!start || !pos || !out) {
     rc = ENOMEM;
@@ -239,7 +244,7 @@ static int scatter(cand *v, unsigned n, int d) {
     if (v[i].key[d] != v[i - 1].key[d]) start[++g] = i;
   start[ng] = n;
   for (g = 0; g < ng; g++) {
-    if ((rc = scatter(v + start[g], start[g + 1] - start[g], d + 1)) != 0) goto done;
+    if ((rc = scatter(m, v + start[g], start[g + 1] - start[g], d + 1)) != 0) goto done;
     pos[g] = start[g];
   }
   for (unsigned k = 0; k < n;)
@@ -247,9 +252,9 @@ static int scatter(cand *v, unsigned n, int d) {
       if (pos[g] < start[g + 1]) out[k++] = v[pos[g]++];
   memcpy(v, out, n * sizeof(cand));
 done:
-  free(start);
-  free(pos);
-  free(out);
+  ws_mem_free(m, start, (ng + 1) * sizeof(unsigned));
+  ws_mem_free(m, pos, ng * sizeof(unsigned));
+  ws_mem_free(m, out, n * sizeof(cand));
   return rc;
 }
 
@@ -421,7 +426,8 @@ static int hw_plan(struct pool *p, struct ws_placement *pl) {
   hwloc_bitmap_t usable = usable_set(t, here);
   if (!usable) return ENOMEM;
   int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
-  cand *c = npu > 0 ? malloc((size_t)npu * sizeof(cand)) : NULL;
+  size_t c_bytes = (size_t)(npu > 0 ? npu : 0) * sizeof(cand);
+  cand *c = npu > 0 ? ws_mem_alloc(&p->mem, c_bytes) : NULL;
   if (!c) {
     hwloc_bitmap_free(usable);
     return npu > 0 ? ENOMEM : -1;
@@ -430,7 +436,7 @@ static int hw_plan(struct pool *p, struct ws_placement *pl) {
   unsigned k = collect_pus(t, usable, c, (unsigned)npu, &npkg, &nnuma);
   hwloc_bitmap_free(usable);
   if (k == 0) {
-    free(c);
+    ws_mem_free(&p->mem, c, c_bytes);
     return -1;
   }
   /* SPREAD's two outer levels: the containing one of package and NUMA node
@@ -447,19 +453,20 @@ static int hw_plan(struct pool *p, struct ws_placement *pl) {
     qsort(c, k, sizeof(cand), cmp_compact);
   } else {
     qsort(c, k, sizeof(cand), cmp_key);
-    rc = scatter(c, k, 0);
+    rc = scatter(&p->mem, c, k, 0);
   }
-  if (rc == 0 && !(pl->slots = malloc(pl->n * sizeof(slot)))) rc = ENOMEM;
+  if (rc == 0 && !(pl->slots = ws_mem_alloc(&p->mem, pl->n * sizeof(slot)))) rc = ENOMEM;
   if (rc) {
-    free(c);
+    ws_mem_free(&p->mem, c, c_bytes);
     return rc;
   }
   for (unsigned i = 0; i < pl->n; i++) pl->slots[i] = c[i % k].s;
-  free(c);
+  ws_mem_free(&p->mem, c, c_bytes);
   pl->npus = k;
   pl->bind = here;
   const struct hwloc_topology_support *sup = hwloc_topology_get_support(t);
-  pl->hw_mem = here && (sup->membind->alloc_membind || sup->membind->set_area_membind);
+  pl->hw_mem = here && !p->mem.alloc_fn &&
+               (sup->membind->alloc_membind || sup->membind->set_area_membind);
   const char *backend = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t), "Backend");
   if (here)
     pl->how = "hwloc topology of this machine";
@@ -534,7 +541,7 @@ void ws_placement_atfork(int phase) {
 }
 
 int ws_placement_plan(struct pool *p) {
-  struct ws_placement *pl = calloc(1, sizeof(*pl));
+  struct ws_placement *pl = ws_mem_calloc(&p->mem, 1, sizeof(*pl));
   p->placement = pl;
   if (!pl) return ENOMEM;
   pl->n = p->nthreads;
@@ -562,7 +569,8 @@ int ws_placement_worker(struct pool *p, ws_worker *w) {
   w->numa = s ? s[me].numa : -1;
   w->nlevels = 0;
   if (n < 2) return 0;
-  w->victims = malloc((n - 1) * sizeof(unsigned));
+  w->victims = ws_mem_alloc(&p->mem, (n - 1) * sizeof(unsigned));
+  w->nvictims = n - 1;
   if (!w->victims) return ENOMEM;
   /* Counting sort by level; within a level, ascending ids (worker.c starts
    * each round at a random position inside the level). */
@@ -604,14 +612,17 @@ int ws_placement_bind(struct pool *p, ws_worker *w) {
 void ws_placement_free(struct pool *p) {
   struct ws_placement *pl = p->placement;
   if (!pl) return;
-  free(pl->slots); /* the topology is shared: it stays */
-  free(pl);
+  if (pl->slots) ws_mem_free(&p->mem, pl->slots, pl->n * sizeof(slot)); /* the topology is shared: it stays */
+  ws_mem_free(&p->mem, pl, sizeof(*pl));
   p->placement = NULL;
 }
 
 /* A worker's struct, on its NUMA node when the pool is bound on this machine
  * (non-strict hwloc binding: MPOL_PREFERRED, so a full node falls back to
- * another instead of failing). hwloc's allocations are page-aligned. */
+ * another instead of failing). hwloc's allocations are page-aligned, and
+ * counted as the pool's (mem.h). A pool with allocator hooks never has
+ * hw_mem: its blocks are the hooks', line-aligned inside, on no chosen
+ * node (wspool.h, "Memory"). */
 void *ws_placement_alloc(struct pool *p, unsigned worker, size_t size) {
   const struct ws_placement *pl = p->placement;
   (void)worker;
@@ -620,16 +631,16 @@ void *ws_placement_alloc(struct pool *p, unsigned worker, size_t size) {
     int node = worker < pl->n ? pl->slots[worker].numa : -1;
     hwloc_obj_t o =
         node >= 0 ? hwloc_get_obj_by_type(pl->topo, HWLOC_OBJ_NUMANODE, (unsigned)node) : NULL;
-    if (o)
-      return hwloc_alloc_membind(pl->topo, size, o->nodeset, HWLOC_MEMBIND_BIND,
-                                 HWLOC_MEMBIND_BYNODESET);
-    return hwloc_alloc(pl->topo, size);
+    void *mem = o ? hwloc_alloc_membind(pl->topo, size, o->nodeset, HWLOC_MEMBIND_BIND,
+                                        HWLOC_MEMBIND_BYNODESET)
+                  : hwloc_alloc(pl->topo, size);
+    if (mem) ws_mem_count(&p->mem, size);
+    return mem;
   }
 #else
   (void)pl;
 #endif
-  void *mem;
-  return posix_memalign(&mem, WS_CACHELINE, size) == 0 ? mem : NULL;
+  return ws_mem_alloc_aligned(&p->mem, size);
 }
 
 void ws_placement_dealloc(struct pool *p, void *mem, size_t size) {
@@ -637,12 +648,12 @@ void ws_placement_dealloc(struct pool *p, void *mem, size_t size) {
   if (!mem) return;
 #ifdef WS_HAVE_HWLOC
   if (pl && pl->hw_mem) {
+    ws_mem_count(&p->mem, (uint64_t)0 - size);
     hwloc_free(pl->topo, mem, size);
     return;
   }
 #else
   (void)pl;
 #endif
-  (void)size;
-  free(mem);
+  ws_mem_free_aligned(&p->mem, mem, size);
 }

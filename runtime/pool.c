@@ -79,9 +79,9 @@ void ws_worker_free(struct pool *p, ws_worker *w) {
   if (!w) return;
   ws_submit_drop_open(w);
   ws_deque_destroy(&w->dq);
-  if (w->priv_block != w->priv_embedded) free(w->priv_block);
+  ws_priv_free(w);
   ws_nodes_destroy(&w->nodes);
-  free(w->victims);
+  if (w->victims) ws_mem_free(&p->mem, w->victims, w->nvictims * sizeof(unsigned));
   ws_placement_dealloc(p, w->mem, w->mem_size);
 }
 
@@ -127,14 +127,14 @@ static void free_pool(struct pool *p, bool forked) {
   ws_u32_store(&p->dumpable, 0, ws_seq_cst);
   if (p->workers) {
     for (unsigned i = 0; i < p->nthreads; i++) ws_worker_free(p, p->workers[i]);
-    free(p->workers);
+    ws_mem_free(&p->mem, p->workers, p->nthreads * sizeof(ws_worker *));
   }
   /* Stand-ins (docs/design.md 5.9): every thread joined, or none here
    * (forked). */
   ws_worker **slots = ws_ptr_load(&p->standins, ws_relaxed);
   for (unsigned k = 0, ns = ws_u32_load(&p->nstandins, ws_relaxed); k < ns; k++)
     ws_worker_free(p, slots[k]);
-  free(slots);
+  if (slots) ws_mem_free(&p->mem, slots, POOL_MAX_THREADS * sizeof(ws_worker *));
   ws_ptr_store(&p->standins, NULL, ws_relaxed);
   ws_u32_store(&p->nstandins, 0, ws_relaxed);
   /* A forked child's copy may be held by a parent's thread: not destroyed
@@ -175,8 +175,8 @@ ws_worker *ws_worker_build(struct pool *p, unsigned i) {
    * reports each start. 32 at most: one RMW per 32 tasks costs nothing. */
   size_t credit = p->cfg.max_queued / (2 * (size_t)p->nthreads);
   w->bound_flush = i >= p->nthreads || credit < 1 ? 1 : credit > 32 ? 32 : (uint32_t)credit;
-  ws_nodes_init(&w->nodes);
-  ws_deque_init_in(&w->dq, DEQUE_LOG_SIZE, mem + head);
+  ws_nodes_init(&w->nodes, &p->mem);
+  ws_deque_init_in(&w->dq, DEQUE_LOG_SIZE, mem + head, &p->mem);
   ws_ptr_store(&w->limitp, &w->limit_parked, ws_relaxed);
   w->priv_block = w->priv_embedded = (ws_task **)(mem + head + ring);
   ws_priv_init(w, w->priv_block, PRIV_INITIAL);
@@ -252,6 +252,9 @@ static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
   if (cfg->max_threads < cfg->threads) return EINVAL;
   if (cfg->stack_size == 0) cfg->stack_size = DEFAULT_STACK;
   if (cfg->stack_size < (size_t)PTHREAD_STACK_MIN) cfg->stack_size = (size_t)PTHREAD_STACK_MIN;
+  /* Both allocator hooks or neither: memory from one cannot go to the
+   * other's free. */
+  if (!cfg->alloc_fn != !cfg->free_fn) return EINVAL;
   return 0;
 }
 
@@ -266,10 +269,14 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
   p->nthreads = cfg->max_threads;
   ws_u32_store(&p->size, cfg->threads, ws_relaxed);
   pthread_mutex_init(&p->resize_lock, NULL);
+  /* The struct was zeroed from next_free on: `shared` starts at 0. */
+  p->mem.alloc_fn = cfg->alloc_fn;
+  p->mem.free_fn = cfg->free_fn;
+  p->mem.ctx = cfg->alloc_ctx;
   ws_hooks_init(p);
   int rc = 0;
   for (unsigned l = 0; l < WS_LANES; l++) {
-    if ((rc = ws_gqueue_init(&p->gq[l])) != 0) {
+    if ((rc = ws_gqueue_init(&p->gq[l], &p->mem)) != 0) {
       while (l-- > 0) ws_gqueue_destroy(&p->gq[l], true);
       recycle_pool(p);
       return rc;
@@ -293,7 +300,7 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
                ws_relaxed);
   ws_u32_store(&p->stop, 0, ws_relaxed);
   ws_u32_store(&p->stopped, 0, ws_relaxed);
-  p->workers = calloc(p->nthreads, sizeof(ws_worker *));
+  p->workers = ws_mem_calloc(&p->mem, p->nthreads, sizeof(ws_worker *));
   rc = p->workers ? ws_placement_plan(p) : ENOMEM;
   for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = new_worker(p, i);
   /* Workers beyond the size park before their first task (worker.c).
@@ -677,6 +684,28 @@ int pool_worker_stats(const pool_t *pool, unsigned worker, pool_worker_stats_t *
   if ((rc = query_enter(p, &inside)) != 0) return rc;
   ws_read_stats(p, worker, out);
   if (!inside) ws_leave(p);
+  return 0;
+}
+
+/* The nets of mem.h summed: `shared`, each worker's, each stand-in's
+ * (relaxed: a statistic, see ws_mem_count). Bytes in flight between two
+ * nets (a block allocated on one thread and freed on another while this
+ * reads) may make the sum briefly low or high, even below 0 as an
+ * integer: that reads as 0. */
+int pool_memory(const pool_t *pool, size_t *bytes) {
+  int rc;
+  struct pool *p = ws_resolve_err((struct pool *)pool, &rc);
+  if (!p) return rc;
+  if (!bytes) return EINVAL;
+  bool inside;
+  if ((rc = query_enter(p, &inside)) != 0) return rc;
+  uint64_t sum = ws_u64_load(&p->mem.shared, ws_relaxed);
+  /* Every worker built, those parked by pool_resize too. */
+  for (unsigned i = 0; i < p->nthreads; i++) sum += ws_u64_load(&p->workers[i]->mem_net, ws_relaxed);
+  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
+    sum += ws_u64_load(&ws_standin_at(p, k)->mem_net, ws_relaxed);
+  if (!inside) ws_leave(p);
+  *bytes = (int64_t)sum < 0 ? 0 : (size_t)sum;
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "deque.h"
 #include "gqueue.h"
 #include "hooks.h"
+#include "mem.h"
 #include "nodes.h"
 #include "sleep.h"
 #include "task.h"
@@ -80,6 +81,7 @@ typedef struct ws_worker {
   /* Victims ordered nearest first; level_end[k] is one past the last victim
    * of distance level k. Random start within each level. */
   unsigned *victims;
+  unsigned nvictims; /* the array's length */
   unsigned level_end[4];
   unsigned nlevels;
   ws_trace_buf *trace; /* NULL unless WSPOOL_TRACE is set (and at destroy) */
@@ -94,6 +96,9 @@ typedef struct ws_worker {
    * worker; read by waiters (ws_submits_idle) and by pool_pending. */
   WS_ALIGNED ws_u64 submitted, starts, finished;
   ws_stats stats; /* read by pool_worker_stats */
+  /* Bytes this thread took from the pool's allocator minus those it gave
+   * back (mem.h), wrapping; summed by pool_memory. */
+  ws_u64 mem_net;
   /* What the worker does (WS_DOING_*) and, waiting, for what: the latch's
    * kind, word and value, copied (the latch itself is on the waiter's
    * stack, gone when the wait ends). Read only by pool_dump_state. */
@@ -150,6 +155,9 @@ struct pool {
    * counted by ws_submits_idle on the submitted and the finished side. */
   ws_u64 resv, resv_done;
   struct pool *next_free; /* the free list of destroyed pools; zeroed from here on reuse */
+  /* The allocator of everything the pool owns but this struct (mem.h),
+   * from cfg at create; the net of threads that are not its workers. */
+  ws_mem mem;
   ws_gqueue gq[WS_LANES]; /* the global queue, a part per lane */
   ws_sleep sleep;
   WS_ALIGNED ws_u32 stop;       /* workers exit once they find no work */

@@ -44,6 +44,7 @@ void ws_set_self(ws_worker *w) {
     pool__tls.top = (void **)w->priv_lo;
     pool__tls.pool = w->pool;
     ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
+    ws__mem_self = (ws_mem_self){&w->pool->mem, &w->mem_net};
     /* Release: a thief that loads this pointer (acquire) may write the
      * word it points to. Stored before this worker pushes anything, so a
      * thief that took one of its tasks sees it (the deque's release and
@@ -59,6 +60,7 @@ void ws_set_self(ws_worker *w) {
   ws_worker *me = ws__self;
   if (me) ws_ptr_store(&me->limitp, &me->limit_parked, ws_release);
   ws__self = NULL;
+  ws__mem_self = (ws_mem_self){NULL, NULL};
   pool__tls.top = idle_slots + 1;
   pool__tls.pool = NULL;
   ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
@@ -116,6 +118,11 @@ void ws_frame_exec(ws_task *t, ws_worker *w) {
  * bounds test. */
 
 #define PRIV_MARK(w) ((ws_task *)(void *)(w))
+
+void ws_priv_free(ws_worker *w) {
+  if (w->priv_block != w->priv_embedded)
+    ws_mem_free(&w->pool->mem, w->priv_block, (size_t)(w->priv_end - w->priv_block) * sizeof(ws_task *));
+}
 
 void ws_priv_init(ws_worker *w, ws_task **block, size_t cap) {
   block[0] = PRIV_MARK(w);
@@ -185,10 +192,11 @@ int ws_priv_grow(ws_worker *w) {
   }
   /* The first array lives in the worker's NUMA-local block (pool.c): copy
    * out of it, never free it. */
-  ws_task **grown = malloc((2 * cap + 1) * sizeof(ws_task *));
+  if (cap > (SIZE_MAX / sizeof(ws_task *) - 1) / 2) return ENOMEM;
+  ws_task **grown = ws_mem_alloc(&w->pool->mem, (2 * cap + 1) * sizeof(ws_task *));
   if (!grown) return ENOMEM;
   memcpy(grown + 1, w->priv_lo, n * sizeof(ws_task *));
-  if (w->priv_block != w->priv_embedded) free(w->priv_block);
+  ws_priv_free(w);
   ws_priv_init(w, grown, 2 * cap);
   ws_set_top(w->priv_base + n);
   return 0;

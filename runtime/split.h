@@ -17,6 +17,8 @@ void ws_publish(ws_worker *w, size_t n);
 /* Points the private frame array at `block` (cap + 1 slots, the first the
  * marker), empty. */
 void ws_priv_init(ws_worker *w, ws_task **block, size_t cap);
+/* Frees the private stack's array unless it is the worker block's own. */
+void ws_priv_free(ws_worker *w);
 
 /* Closing the fast spawn path: the owner when its deque looks
  * empty, a thief that found it empty or took its last task. */

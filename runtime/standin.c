@@ -73,7 +73,8 @@ static void *standin_main(void *arg) {
 static ws_worker *build_standin(struct pool *p, unsigned k) {
   ws_worker *w = ws_worker_build(p, p->nthreads + k);
   if (!w) return NULL;
-  w->victims = malloc(p->nthreads * sizeof(unsigned));
+  w->victims = ws_mem_alloc(&p->mem, p->nthreads * sizeof(unsigned));
+  w->nvictims = p->nthreads;
   if (!w->victims) {
     ws_worker_free(p, w);
     return NULL;
@@ -107,7 +108,7 @@ static bool wake_standin(struct pool *p) {
   /* None parked: start one, in the first slot without a thread (one whose
    * pthread_create failed before), else in a new slot. */
   if (!slots) {
-    slots = calloc(POOL_MAX_THREADS, sizeof(ws_worker *));
+    slots = ws_mem_calloc(&p->mem, POOL_MAX_THREADS, sizeof(ws_worker *));
     if (!slots) return false;
     /* Relaxed: readers reach it only through the count's release below. */
     ws_ptr_store(&p->standins, slots, ws_relaxed);

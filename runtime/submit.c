@@ -109,12 +109,15 @@ typedef struct submit_batch {
   } e[WS_BATCH_CAP];
 } submit_batch;
 
-static void batch_release(submit_batch *b) {
+/* Drops a reference; w is any worker of the batch's pool, whose allocator
+ * takes the batch back. */
+static void batch_release(submit_batch *b, ws_worker *w) {
   /* acq_rel: the last one out sees the others' accesses before it frees. */
-  if (ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_acq_rel) == 1) free(b);
+  if (ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_acq_rel) == 1)
+    ws_mem_free(&w->pool->mem, b, sizeof(*b));
 }
 
-static submit_batch *batch_new(uint32_t n, uint32_t refs);
+static submit_batch *batch_new(ws_worker *w, uint32_t n, uint32_t refs);
 
 static inline void run_entry(ws_worker *w, const submit_batch *b, uint32_t i) {
   pool_fn fn = b->e[i].fn;
@@ -169,7 +172,7 @@ static void batch_run(submit_batch *b, ws_worker *w) {
       /* The deque cannot grow: run them all here, in order. */
       ws_u32_fetch_add(&b->refs, (uint32_t)-1, ws_relaxed);
       run_rest_direct(w, b, 0, end);
-      batch_release(b);
+      batch_release(b, w);
       return;
     }
   }
@@ -180,7 +183,7 @@ static void batch_run(submit_batch *b, ws_worker *w) {
     pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */
     run_entry(w, b, i);
   }
-  batch_release(b);
+  batch_release(b, w);
 }
 
 static void batch_exec(ws_task *t, ws_worker *w) {
@@ -217,29 +220,30 @@ static void handle_exec(ws_task *t, ws_worker *w) {
     /* Its runner claimed the last entry first: nothing ran here. */
     ws_uncount_take(w, b->runner);
     pool__tls.tasks--; /* ws_run() counts this exec as a task run */
-    batch_release(b);
+    batch_release(b, w);
     return;
   }
   /* Entries [i, end) are ours: a batch of our own, which leaves them
    * stealable while we run them. */
-  submit_batch *nb = batch_new(end - i, 1);
+  submit_batch *nb = batch_new(w, end - i, 1);
   if (!nb) {
     run_rest_direct(w, b, i, end);
-    batch_release(b);
+    batch_release(b, w);
     return;
   }
   memcpy(nb->e, b->e + i, (end - i) * sizeof(b->e[0]));
   nb->bounded = b->bounded;
-  batch_release(b);
+  batch_release(b, w);
   ws_u32_store(&nb->state, BATCH_CLOSED, ws_relaxed);
   nb->end = end - i;
   batch_run(nb, w);
 }
 
-/* A batch of n entries, for the caller to fill in before anyone can
- * reach it; refs: 2 when it becomes the maker's open batch, else 1. */
-static submit_batch *batch_new(uint32_t n, uint32_t refs) {
-  submit_batch *b = malloc(sizeof(*b));
+/* A batch of n entries from w's pool, for the caller to fill in before
+ * anyone can reach it; refs: 2 when it becomes the maker's open batch,
+ * else 1. */
+static submit_batch *batch_new(ws_worker *w, uint32_t n, uint32_t refs) {
+  submit_batch *b = ws_mem_alloc(&w->pool->mem, sizeof(*b));
   if (!b) return NULL;
   b->hdr.exec = batch_exec;
   b->handle.exec = handle_exec;
@@ -256,8 +260,8 @@ static submit_batch *batch_new(uint32_t n, uint32_t refs) {
 }
 
 /* A batch of n entries fn(args[i]) (fn(NULL) when args is NULL). */
-static submit_batch *batch_of_fn(pool_fn fn, void *const *args, uint32_t n, uint32_t refs) {
-  submit_batch *b = batch_new(n, refs);
+static submit_batch *batch_of_fn(ws_worker *w, pool_fn fn, void *const *args, uint32_t n, uint32_t refs) {
+  submit_batch *b = batch_new(w, n, refs);
   if (!b) return NULL;
   for (uint32_t i = 0; i < n; i++) {
     b->e[i].fn = fn;
@@ -268,7 +272,10 @@ static submit_batch *batch_of_fn(pool_fn fn, void *const *args, uint32_t n, uint
 
 ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n, bool bounded) {
   WS_ASSERT(n >= 1 && n <= WS_BATCH_CAP);
-  submit_batch *b = batch_new((uint32_t)n, 1);
+  /* Only a worker takes entries off the global queue: its pool's. */
+  ws_worker *w = ws_self();
+  WS_ASSERT(w != NULL);
+  submit_batch *b = batch_new(w, (uint32_t)n, 1);
   if (!b) return NULL;
   b->bounded = bounded;
   for (size_t i = 0; i < n; i++) {
@@ -283,7 +290,7 @@ void ws_submit_drop_open(ws_worker *w) {
   submit_batch *b = w->open_batch;
   if (!b) return;
   w->open_batch = NULL;
-  batch_release(b);
+  batch_release(b, w);
 }
 
 /* Inside an isolated computation (design.md 7.5) a submission goes to
@@ -315,9 +322,9 @@ int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
     /* Closed: its runner has what it holds; this entry starts a new one. */
     ws_submit_drop_open(w);
   }
-  b = batch_of_fn(fn, &arg, 1, 2);
+  b = batch_of_fn(w, fn, &arg, 1, 2);
   if (!b || ws_push(w, &b->hdr) != 0) {
-    free(b);
+    if (b) ws_mem_free(&w->pool->mem, b, sizeof(*b));
     uncount_submitted(w, 1);
     return ENOMEM;
   }
@@ -337,12 +344,12 @@ int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   if (ws_isolation() && (rc = submit_isolated(w, fn, args, n)) != 1) return rc;
   size_t nb = (n + WS_BATCH_CAP - 1) / WS_BATCH_CAP;
   ws_task *one[CHUNK];
-  ws_task **bs = nb <= CHUNK ? one : malloc(nb * sizeof(*bs));
+  ws_task **bs = nb <= CHUNK ? one : ws_mem_alloc(&w->pool->mem, nb * sizeof(*bs));
   if (!bs) return ENOMEM;
   size_t made = 0;
   for (; made < nb; made++) {
     size_t lo = made * WS_BATCH_CAP, k = n - lo < WS_BATCH_CAP ? n - lo : WS_BATCH_CAP;
-    submit_batch *b = batch_of_fn(fn, args ? args + lo : NULL, (uint32_t)k, 1);
+    submit_batch *b = batch_of_fn(w, fn, args ? args + lo : NULL, (uint32_t)k, 1);
     if (!b) break;
     bs[made] = &b->hdr;
   }
@@ -353,9 +360,9 @@ int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
     rc = ws_push_n(w, bs, nb);
     WS_ASSERT(rc == 0); /* room was reserved, private frames included */
   } else {
-    for (size_t i = 0; i < made; i++) free(bs[i]);
+    for (size_t i = 0; i < made; i++) ws_mem_free(&w->pool->mem, bs[i], sizeof(submit_batch));
   }
-  if (bs != one) free(bs);
+  if (bs != one) ws_mem_free(&w->pool->mem, bs, nb * sizeof(*bs));
   return rc;
 }
 

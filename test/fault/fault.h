@@ -11,6 +11,7 @@
  *                         cannot take the failure meant for the call)
  *   fault_alloc_failed()  whether the armed failure happened
  *   fault_live()          allocations not yet freed (a counting leak check)
+ *   fault_allocs()        allocations made so far (successful calls)
  *   fault_thread_arm(k)   the k-th pthread_create from now fails (EAGAIN)
  *
  * Allocation goes to glibc's __libc_* entry points. Sanitizers replace
@@ -52,6 +53,7 @@ extern void *__libc_memalign(size_t, size_t);
 static atomic_long fault_countdown; /* > 0: armed */
 static atomic_int fault_hit;
 static atomic_long fault_nlive;
+static atomic_long fault_nallocs;
 static atomic_long fault_thread_countdown;
 static atomic_int fault_one_thread; /* only fault_thread's allocations count */
 static pthread_t fault_thread;
@@ -69,6 +71,7 @@ static inline void fault_alloc_arm_here(long k) {
 }
 static inline int fault_alloc_failed(void) { return atomic_load(&fault_hit); }
 static inline long fault_live(void) { return atomic_load(&fault_nlive); }
+static inline long fault_allocs(void) { return atomic_load(&fault_nallocs); }
 static inline void fault_thread_arm(long k) { atomic_store(&fault_thread_countdown, k); }
 
 /* True when this allocation is the one to fail. */
@@ -81,7 +84,10 @@ static inline int fault_now(void) {
 }
 
 static inline void *fault_count(void *p) {
-  if (p) atomic_fetch_add_explicit(&fault_nlive, 1, memory_order_relaxed);
+  if (p) {
+    atomic_fetch_add_explicit(&fault_nlive, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&fault_nallocs, 1, memory_order_relaxed);
+  }
   return p;
 }
 
@@ -160,6 +166,7 @@ static inline void fault_alloc_arm(long k) { (void)k; }
 static inline void fault_alloc_arm_here(long k) { (void)k; }
 static inline int fault_alloc_failed(void) { return 0; }
 static inline long fault_live(void) { return 0; }
+static inline long fault_allocs(void) { return 0; }
 static inline void fault_thread_arm(long k) { (void)k; }
 #endif /* FAULT_AVAILABLE */
 

@@ -605,8 +605,10 @@ POOL_API int pool_resize(pool_t *pool, unsigned threads);
  * not counted. Each thread counts its own allocations on a line of its
  * own, and this call sums the counts: no lock, no write. While the pool
  * works the sum is a snapshot of moving counts (a block allocated on one
- * thread and freed on another may be seen on one side only); once the
- * pool is idle (pool_wait_idle() returned and nothing runs) it is exact.
+ * thread and freed on another may be seen on one side only). It is exact
+ * whenever no allocation or free is under way: in an idle pool, once its
+ * workers have let go of what the last tasks used (a worker may give back
+ * a batch's block an instant after pool_wait_idle() returned).
  * \code
  * size_t bytes;
  * if (pool_memory(pool, &bytes) == 0)

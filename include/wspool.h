@@ -139,8 +139,9 @@
  * (POOL_IDLE_POLL_AUTO) it polls about 100 us, except when the threads
  * runnable on the machine, not counting the pool's own awake workers,
  * already fill every online CPU (the kernel's count in /proc/loadavg, read
- * at most every 10 ms per process): then it sleeps at once, as a thread
- * waiting on a condition variable would, so that a program's own threads,
+ * at most every 10 ms per process): then it looks again for a few
+ * microseconds without yielding and sleeps, as a thread waiting on a
+ * condition variable would, so that a program's own threads,
  * its other pools and other processes keep their CPUs, and a small job
  * arriving later wakes the worker (the scheduler runs a woken thread
  * promptly) instead of finding it queued behind a busy thread it yielded
@@ -380,8 +381,8 @@ typedef struct pool_config {
       arrives soon) at the cost of CPU other threads may want.
       - POOL_IDLE_POLL_AUTO (0, the default and what a zeroed config
         holds): about 100 us, and none while other runnable threads (of
-        this process or any other) fill every CPU: a worker then sleeps at
-        once and leaves its CPU to them (see \ref idlepoll).
+        this process or any other) fill every CPU: a worker then sleeps
+        after a few microseconds and leaves its CPU to them (\ref idlepoll).
       - POOL_IDLE_POLL_NONE (-1): sleep at once, always.
       - 1 to POOL_IDLE_POLL_MAX: poll that long, whatever else runs.
       Any other value: pool_create() fails with EINVAL. */

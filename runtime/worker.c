@@ -26,6 +26,12 @@
  * measurable. Time, not rounds: a yield that runs another thread for its
  * slice ends the poll. */
 enum { AUTO_POLL_NS = 100 * 1000 };
+/* What the automatic poll keeps while other threads fill the CPUs: a few
+ * looks without a yield, so that a producer in mid-flood (its next batch
+ * a microsecond away) finds the worker awake rather than paying a wake and
+ * the worker a sleep per gap; a few microseconds of a CPU, given back at
+ * once when nothing comes. */
+enum { BUSY_LOOK_NS = 5 * 1000 };
 
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
@@ -282,15 +288,21 @@ static uint64_t idle_poll_ns(struct pool *p) {
   return ws_cpus_busy(own) ? 0 : AUTO_POLL_NS;
 }
 
-/* Idle: failed rounds with a yield between them for the pool's poll time,
- * then the sleep protocol. The first PARTIAL_AFTER rounds leave short
- * lanes to fill up; the sleeper's last look takes them. */
+/* Idle: failed rounds with a yield between them for the pool's poll time
+ * (or, automatic on busy CPUs, a few without), then the sleep protocol.
+ * The first PARTIAL_AFTER rounds leave short lanes to fill up; the
+ * sleeper's last look takes them. */
 static ws_task *idle_search(ws_worker *w) {
   uint64_t poll = idle_poll_ns(w->pool);
+  bool yield = poll != 0;
+  if (!yield && w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) poll = BUSY_LOOK_NS;
   if (poll == 0) return NULL;
   uint64_t end = ws_mono_ns() + poll;
   for (unsigned r = 0;; r++) {
-    sched_yield();
+    if (yield)
+      sched_yield();
+    else
+      ws_cpu_relax();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
     if (t) return t;
     /* Relaxed: a hint to stop polling for a pool being destroyed (a poll

@@ -20,13 +20,18 @@
 #include "busy.h"
 #include "split.h"
 
-/* The automatic idle poll (POOL_IDLE_POLL_AUTO): long enough for the next
- * task of a burst or a loop's next round to find the worker awake (a
- * look, not a futex wake), short enough that an idle pool costs nothing
- * measurable. Time, not rounds: a yield that runs another thread for its
- * slice ends the poll. */
+/* The default idle poll (POOL_IDLE_POLL_AUTO): failed rounds before an
+ * idle worker sleeps, about 0.1 ms with one worker (more when workers
+ * outnumber CPUs, as each round yields): long enough for the next task of
+ * a burst or a loop's next round to find the worker awake (a look, not a
+ * futex wake), short enough that an idle pool costs nothing measurable.
+ * A flood from outside threads on a full machine relies on these yields:
+ * they hand the CPU to the producer, whose next tasks the worker then
+ * finds (bench_submit's rows fell 26-156 % when the poll stopped there). */
+enum { SPIN_ROUNDS = 64 };
+/* POOL_IDLE_POLL_ADAPTIVE: the poll while no other thread wants a CPU. */
 enum { AUTO_POLL_NS = 100 * 1000 };
-/* What the automatic poll keeps while other threads fill the CPUs: a few
+/* What the adaptive poll keeps while other threads fill the CPUs: a few
  * looks without a yield, so that a producer in mid-flood (its next batch
  * a microsecond away) finds the worker awake rather than paying a wake and
  * the worker a sleep per gap; a few microseconds of a CPU, given back at
@@ -269,8 +274,9 @@ static void idle_sleep(struct pool *p, uint32_t e) {
     for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
 }
 
-/* How long an idle worker of p polls, in nanoseconds (0: not at all).
- * Automatic: not while the machine's other runnable threads fill every CPU
+/* How long an idle worker of p polls, in nanoseconds (0: not at all;
+ * not called for POOL_IDLE_POLL_AUTO, which counts rounds).
+ * Adaptive: not while the machine's other runnable threads fill every CPU
  * (busy.h). Each of them is what sched_yield() would run: the poll would
  * then hand our CPU to a thread the program or the machine needs, and
  * leave us queued behind it, runnable but not running, when our next task
@@ -280,7 +286,7 @@ static void idle_sleep(struct pool *p, uint32_t e) {
  * count is a hint (relaxed): a wrong guess polls or sleeps once. */
 static uint64_t idle_poll_ns(struct pool *p) {
   int us = p->cfg.idle_poll_us;
-  if (us != POOL_IDLE_POLL_AUTO) return us > 0 ? (uint64_t)us * 1000u : 0;
+  if (us != POOL_IDLE_POLL_ADAPTIVE) return us > 0 ? (uint64_t)us * 1000u : 0;
   uint32_t asleep = ws_u32_load(&p->sleep.sleepers, ws_relaxed);
   /* Workers in use (pool_resize parks the others) and awake stand-ins. */
   uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
@@ -293,9 +299,17 @@ static uint64_t idle_poll_ns(struct pool *p) {
  * The first PARTIAL_AFTER rounds leave short lanes to fill up; the
  * sleeper's last look takes them. */
 static ws_task *idle_search(ws_worker *w) {
+  if (w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) {
+    for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+      sched_yield();
+      ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
+      if (t) return t;
+    }
+    return NULL;
+  }
   uint64_t poll = idle_poll_ns(w->pool);
   bool yield = poll != 0;
-  if (!yield && w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) poll = BUSY_LOOK_NS;
+  if (!yield && w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_ADAPTIVE) poll = BUSY_LOOK_NS;
   if (poll == 0) return NULL;
   uint64_t end = ws_mono_ns() + poll;
   for (unsigned r = 0;; r++) {

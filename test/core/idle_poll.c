@@ -83,12 +83,13 @@ static void case_validate(void) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = 1;
-  const int good[] = {POOL_IDLE_POLL_NONE, POOL_IDLE_POLL_AUTO, 1, POOL_IDLE_POLL_MAX};
+  const int good[] = {POOL_IDLE_POLL_ADAPTIVE, POOL_IDLE_POLL_NONE, POOL_IDLE_POLL_AUTO, 1,
+                      POOL_IDLE_POLL_MAX};
   for (unsigned i = 0; i < sizeof good / sizeof good[0]; i++) {
     cfg.idle_poll_us = good[i];
     expect_created(&cfg);
   }
-  const int bad[] = {-2, INT_MIN, POOL_IDLE_POLL_MAX + 1, INT_MAX};
+  const int bad[] = {-3, INT_MIN, POOL_IDLE_POLL_MAX + 1, INT_MAX};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     cfg.idle_poll_us = bad[i];
     pool_t *p = (pool_t *)&cfg; /* untouched on failure */

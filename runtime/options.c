@@ -81,8 +81,8 @@ static const ws_option_desc options[WS_OPT_COUNT] = {
                           .max = POOL_IDLE_POLL_MAX,
                           .accepts = "microseconds from 0 (sleep at once) to 1000000",
                           .doc = "how long an idle worker polls before it sleeps, in us, for "
-                                 "`pool_config_default` (0 = sleeps at once; unset: about 100, "
-                                 "5 unyielding while other threads fill the CPUs)"},
+                                 "`pool_config_default` (0 = sleeps at once; unset: 64 yielding "
+                                 "looks, about 100)"},
 };
 
 const ws_option_desc *ws_option_table(size_t *n) {

@@ -294,8 +294,9 @@ static uint64_t idle_poll_ns(struct pool *p) {
   return ws_cpus_busy(own) ? 0 : AUTO_POLL_NS;
 }
 
-/* Idle: failed rounds with a yield between them for the pool's poll time
- * (or, automatic on busy CPUs, a few without), then the sleep protocol.
+/* Idle: failed rounds with a yield between them for the pool's poll
+ * (POOL_IDLE_POLL_AUTO: SPIN_ROUNDS of them; ADAPTIVE on busy CPUs: a few
+ * microseconds without yields), then the sleep protocol.
  * The first PARTIAL_AFTER rounds leave short lanes to fill up; the
  * sleeper's last look takes them. */
 static ws_task *idle_search(ws_worker *w) {
@@ -319,10 +320,12 @@ static ws_task *idle_search(ws_worker *w) {
       ws_cpu_relax();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
     if (t) return t;
-    /* Relaxed: a hint to stop polling for a pool being destroyed (a poll
-     * may be long); the sleeper's seq_cst check after its last look is
-     * the one that decides (docs/design.md 5.5). */
-    if (ws_mono_ns() >= end || ws_u32_load(&w->pool->stop, ws_relaxed)) return NULL;
+    /* Relaxed: hints to stop polling for a pool being destroyed or a
+     * shrink waiting for this worker (a poll may last a second); the
+     * checks after its last look decide (docs/design.md 5.5, 10.4). */
+    if (ws_mono_ns() >= end || ws_u32_load(&w->pool->stop, ws_relaxed) ||
+        ws_u32_load(&w->off, ws_relaxed))
+      return NULL;
   }
 }
 

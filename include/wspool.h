@@ -93,9 +93,10 @@
  * pool_destroy(). Each such call is either inside the pool (it entered
  * before destroy began): it completes normally, with the drain, and
  * destroy returns only after it has left; or it arrives once destroy began:
- * it returns ESHUTDOWN with no effect (pool_submit(), pool_submit_n(), pool_spawn(),
- * pool_join(), pool_group_spawn(), pool_parallel_for(),
- * pool_parallel_reduce(), pool_wait_idle(), pool_worker_stats();
+ * it returns ESHUTDOWN with no effect (pool_submit(), pool_submit_n(),
+ * pool_try_submit(), pool_spawn(), pool_join(), pool_group_spawn(),
+ * pool_parallel_for(), pool_parallel_reduce(), pool_wait_idle(),
+ * pool_resize(), pool_pending(), pool_memory(), pool_worker_stats();
  * pool_worker_cpu() returns -1), and touches nothing destroy frees. Waits
  * on work the pool already accepted (pool_sync(), pool_take(),
  * pool_group_wait()) are never refused: they return 0 once the drain ran

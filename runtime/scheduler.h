@@ -378,11 +378,12 @@ static inline bool ws_global_maybe_nonempty(struct pool *p) {
 /* Most entries in one submit batch (submit.c): with its header, 1 KiB. */
 enum { WS_BATCH_CAP = 62 };
 /* A batch of the plain entries it[0..n), 1 <= n <= WS_BATCH_CAP (no
- * runtime task among them), not on any deque yet.
+ * runtime task among them), taken off the global queue by worker w, from
+ * its pool's allocator, not on any deque yet.
  * NULL without memory. Each entry counts finished when it ran
  * (ws_submit_finished); whoever made the entries has counted them
  * submitted. */
-ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n, bool bounded);
+ws_task *ws_submit_batch_of(ws_worker *w, const ws_gitem *it, size_t n);
 
 /* Put a runtime task on the pool's global queue, the caller's lane
  * (outside threads); `flags` as ws_gqueue_push_task's: WS_GQ_COUNTED, as

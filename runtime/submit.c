@@ -270,14 +270,11 @@ static submit_batch *batch_of_fn(ws_worker *w, pool_fn fn, void *const *args, ui
   return b;
 }
 
-ws_task *ws_submit_batch_of(const ws_gitem *it, size_t n, bool bounded) {
+ws_task *ws_submit_batch_of(ws_worker *w, const ws_gitem *it, size_t n) {
   WS_ASSERT(n >= 1 && n <= WS_BATCH_CAP);
-  /* Only a worker takes entries off the global queue: its pool's. */
-  ws_worker *w = ws_self();
-  WS_ASSERT(w != NULL);
   submit_batch *b = batch_new(w, (uint32_t)n, 1);
   if (!b) return NULL;
-  b->bounded = bounded;
+  b->bounded = w->pool->cfg.max_queued != 0; /* outside entries: counted */
   for (size_t i = 0; i < n; i++) {
     WS_ASSERT(it[i].fn);
     b->e[i].fn = it[i].fn;

@@ -117,7 +117,7 @@ static ws_task *from_global(ws_worker *w, bool full) {
     }
     size_t start = end - 1;
     while (start > 0 && it[start - 1].fn && end - start < WS_BATCH_CAP) start--;
-    ws_task *b = ws_submit_batch_of(it + start, end - start, w->pool->cfg.max_queued != 0);
+    ws_task *b = ws_submit_batch_of(w, it + start, end - start);
     if (b)
       t[k++] = b;
     else

@@ -240,7 +240,7 @@ static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
   else
     pool_config_default(cfg);
   if (cfg->threads > POOL_MAX_THREADS || cfg->max_threads > POOL_MAX_THREADS) return EINVAL;
-  if (cfg->idle_poll_us < POOL_IDLE_POLL_ADAPTIVE || cfg->idle_poll_us > POOL_IDLE_POLL_MAX)
+  if (cfg->idle_poll_us < POOL_IDLE_POLL_NONE || cfg->idle_poll_us > POOL_IDLE_POLL_MAX)
     return EINVAL;
   if (cfg->bind != POOL_BIND_NONE && cfg->bind != POOL_BIND_CORE && cfg->bind != POOL_BIND_SPREAD)
     return EINVAL;

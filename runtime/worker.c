@@ -20,23 +20,27 @@
 #include "busy.h"
 #include "split.h"
 
-/* The default idle poll (POOL_IDLE_POLL_AUTO): failed rounds before an
- * idle worker sleeps, about 0.1 ms with one worker (more when workers
- * outnumber CPUs, as each round yields): long enough for the next task of
- * a burst or a loop's next round to find the worker awake (a look, not a
- * futex wake), short enough that an idle pool costs nothing measurable.
- * A flood from outside threads on a full machine relies on these yields:
- * they hand the CPU to the producer, whose next tasks the worker then
- * finds (bench_submit's rows fell 26-156 % when the poll stopped there). */
+/* The default idle poll (POOL_IDLE_POLL_AUTO) on free CPUs: failed rounds
+ * before an idle worker sleeps, about 0.1 ms with one worker (more when
+ * workers outnumber CPUs, as each round yields): long enough for the next
+ * task of a burst or a loop's next round to find the worker awake (a look,
+ * not a futex wake), short enough that an idle pool costs nothing
+ * measurable. A flood from outside threads on a full machine relies on
+ * these yields: they hand the CPU to the producer, whose next tasks the
+ * worker then finds (bench_submit's flood rows). */
 enum { SPIN_ROUNDS = 64 };
-/* POOL_IDLE_POLL_ADAPTIVE: the poll while no other thread wants a CPU. */
-enum { AUTO_POLL_NS = 100 * 1000 };
-/* What the adaptive poll keeps while other threads fill the CPUs: a few
- * looks without a yield, so that a producer in mid-flood (its next batch
- * a microsecond away) finds the worker awake rather than paying a wake and
- * the worker a sleep per gap; a few microseconds of a CPU, given back at
- * once when nothing comes. */
+/* What the default poll keeps while other threads fill the CPUs
+ * (poll_yields_to_others): a few looks without a yield, so that work a
+ * microsecond away finds the worker awake rather than paying a wake and
+ * the worker a sleep; a few microseconds of a CPU, given back at once when
+ * nothing comes. */
 enum { BUSY_LOOK_NS = 5 * 1000 };
+/* Outside submissions arriving at least this often (on average since the
+ * worker last went idle) mark a flood from outside threads: the threads a
+ * yield hands the CPU to are then the pool's own producers. About the
+ * cost of a futex wake and the woken thread's start, so a worker that
+ * sleeps between them would pay more in wakes than it saves. */
+enum { FLOOD_GAP_NS = 10 * 1000 };
 
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
@@ -274,45 +278,32 @@ static void idle_sleep(struct pool *p, uint32_t e) {
     for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
 }
 
-/* How long an idle worker of p polls, in nanoseconds (0: not at all;
- * not called for POOL_IDLE_POLL_AUTO, which counts rounds).
- * Adaptive: not while the machine's other runnable threads fill every CPU
- * (busy.h). Each of them is what sched_yield() would run: the poll would
- * then hand our CPU to a thread the program or the machine needs, and
- * leave us queued behind it, runnable but not running, when our next task
- * arrives (a producer sees no sleeper and wakes nobody), where a sleeping
- * worker is woken and the scheduler runs it promptly. The pool's own awake
- * workers do not count: they are ours, and poll or work. The sleepers
- * count is a hint (relaxed): a wrong guess polls or sleeps once. */
-static uint64_t idle_poll_ns(struct pool *p) {
-  int us = p->cfg.idle_poll_us;
-  if (us != POOL_IDLE_POLL_ADAPTIVE) return us > 0 ? (uint64_t)us * 1000u : 0;
+/* Whether the default poll would hand this worker's CPU to threads that
+ * are not the pool's (docs/design.md 4, where the argument is): the
+ * machine's runnable threads, less the pool's awake workers, fill every
+ * CPU (busy.h), and outside submissions do not arrive as a flood (one per
+ * FLOOD_GAP_NS or more often since this worker's last idle search: then
+ * those threads include the pool's producers, whom the yields feed). The
+ * sleepers count is a hint (relaxed), as are the lanes' counts (written
+ * under their locks, read without): a wrong guess polls or sleeps once. */
+static bool poll_yields_to_others(ws_worker *w) {
+  struct pool *p = w->pool;
   uint32_t asleep = ws_u32_load(&p->sleep.sleepers, ws_relaxed);
   /* Workers in use (pool_resize parks the others) and awake stand-ins. */
   uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   unsigned own = threads > asleep ? threads - asleep : 1;
-  return ws_cpus_busy(own) ? 0 : AUTO_POLL_NS;
+  if (!ws_cpus_busy(own)) return false;
+  uint64_t now = ws_mono_ns(), pushed = 0;
+  for (unsigned l = 0; l < WS_LANES; l++) pushed += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
+  bool flood = (pushed - w->idle_pushed) * FLOOD_GAP_NS >= now - w->idle_at;
+  w->idle_pushed = pushed;
+  w->idle_at = now;
+  return !flood;
 }
 
-/* Idle: failed rounds with a yield between them for the pool's poll
- * (POOL_IDLE_POLL_AUTO: SPIN_ROUNDS of them; ADAPTIVE on busy CPUs: a few
- * microseconds without yields), then the sleep protocol.
- * The first PARTIAL_AFTER rounds leave short lanes to fill up; the
- * sleeper's last look takes them. */
-static ws_task *idle_search(ws_worker *w) {
-  if (w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) {
-    for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
-      sched_yield();
-      ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
-      if (t) return t;
-    }
-    return NULL;
-  }
-  uint64_t poll = idle_poll_ns(w->pool);
-  bool yield = poll != 0;
-  if (!yield && w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_ADAPTIVE) poll = BUSY_LOOK_NS;
-  if (poll == 0) return NULL;
-  uint64_t end = ws_mono_ns() + poll;
+/* Looks for work until `ns` have passed, yielding between looks or not. */
+static ws_task *poll_for(ws_worker *w, uint64_t ns, bool yield) {
+  uint64_t end = ws_mono_ns() + ns;
   for (unsigned r = 0;; r++) {
     if (yield)
       sched_yield();
@@ -327,6 +318,22 @@ static ws_task *idle_search(ws_worker *w) {
         ws_u32_load(&w->off, ws_relaxed))
       return NULL;
   }
+}
+
+/* Idle: the pool's poll (pool_config_t::idle_poll_us), then the sleep
+ * protocol. The first PARTIAL_AFTER rounds leave short lanes to fill up;
+ * the sleeper's last look takes them. */
+static ws_task *idle_search(ws_worker *w) {
+  int us = w->pool->cfg.idle_poll_us;
+  if (us > 0) return poll_for(w, (uint64_t)us * 1000u, true);
+  if (us == POOL_IDLE_POLL_NONE) return NULL;
+  if (poll_yields_to_others(w)) return poll_for(w, BUSY_LOOK_NS, false);
+  for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+    sched_yield();
+    ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
+    if (t) return t;
+  }
+  return NULL;
 }
 
 /* Stand-ins (docs/design.md 5.9, where the argument is). A stand-in is

@@ -7,7 +7,7 @@
  *    naming the variable and the value, and the default is used.
  *  - validate: pool_create takes -1, 0, 1 and POOL_IDLE_POLL_MAX (and a
  *    config zeroed by code that never heard of the field: automatic), and
- *    fails with EINVAL, creating nothing, for -2, INT_MIN,
+ *    fails with EINVAL, creating nothing, for -2, -3, INT_MIN,
  *    POOL_IDLE_POLL_MAX + 1 and INT_MAX.
  *  - none_once: on pools of 1 and 2 workers that never poll, outside
  *    submissions, submissions from inside tasks and a parallel_for run
@@ -17,13 +17,26 @@
  *    (and one late spawn from outside) must run: a hang is the watchdog's.
  *  - long_poll: a pool polling POOL_IDLE_POLL_MAX runs its work and is
  *    destroyed while its workers poll.
+ *  - busy_backoff: beside one spinning thread per online CPU (the machine's
+ *    runnable threads fill every CPU, whatever else runs), a default pool
+ *    of 1 worker fed one task every 20 ms sleeps after each: its sleeps
+ *    count grows by at least half the tasks. A poll of 64 yields there
+ *    lasts far longer than 20 ms (each yield runs a spinner for a time
+ *    slice), so a worker that polled would find the next task awake and
+ *    sleep about never. Skipped where /proc/loadavg cannot be read (the
+ *    default then polls, as documented).
  * Nothing here is timed: the watchdog bounds the program. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -83,13 +96,12 @@ static void case_validate(void) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = 1;
-  const int good[] = {POOL_IDLE_POLL_ADAPTIVE, POOL_IDLE_POLL_NONE, POOL_IDLE_POLL_AUTO, 1,
-                      POOL_IDLE_POLL_MAX};
+  const int good[] = {POOL_IDLE_POLL_NONE, POOL_IDLE_POLL_AUTO, 1, POOL_IDLE_POLL_MAX};
   for (unsigned i = 0; i < sizeof good / sizeof good[0]; i++) {
     cfg.idle_poll_us = good[i];
     expect_created(&cfg);
   }
-  const int bad[] = {-3, INT_MIN, POOL_IDLE_POLL_MAX + 1, INT_MAX};
+  const int bad[] = {-2, -3, INT_MIN, POOL_IDLE_POLL_MAX + 1, INT_MAX};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     cfg.idle_poll_us = bad[i];
     pool_t *p = (pool_t *)&cfg; /* untouched on failure */
@@ -193,5 +205,61 @@ static void case_long_poll(void) {
   CHECK_OK(pool_destroy(p)); /* its workers poll now: destroy ends it */
 }
 
+/* ---- the default beside busy threads ----------------------------------- */
+
+enum { BUSY_TASKS = 20, BUSY_GAP_MS = 20, MAX_SPINNERS = 1024 };
+
+static atomic_bool spin_stop;
+
+static void *spinner(void *arg) {
+  (void)arg;
+  while (!atomic_load_explicit(&spin_stop, memory_order_relaxed)) {
+  }
+  return NULL;
+}
+
+static uint64_t sleeps_of(pool_t *p) {
+  pool_worker_stats_t st;
+  CHECK_OK(pool_worker_stats(p, 0, &st));
+  return st.sleeps;
+}
+
+static void case_busy_backoff(void) {
+  if (access("/proc/loadavg", R_OK) != 0) {
+    printf("  busy_backoff: no /proc/loadavg here, nothing to check\n");
+    return;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned n = cpus < 1 ? 1 : cpus > MAX_SPINNERS ? MAX_SPINNERS : (unsigned)cpus;
+  pthread_t *th = calloc(n, sizeof *th);
+  CHECK(th != NULL);
+  atomic_store(&spin_stop, false);
+  for (unsigned i = 0; i < n; i++) CHECK_OK(pthread_create(&th[i], NULL, spinner, NULL));
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 1;
+  cfg.idle_poll_us = POOL_IDLE_POLL_AUTO;
+  pool_t *p = NULL;
+  CHECK_OK(pool_create(&p, &cfg));
+  flags = flags_alloc(BUSY_TASKS);
+  uint64_t before = sleeps_of(p);
+  for (uintptr_t i = 0; i < BUSY_TASKS; i++) {
+    CHECK_OK(pool_submit(p, mark, (void *)i));
+    CHECK_OK(pool_wait_idle(p));
+    struct timespec gap = {0, BUSY_GAP_MS * 1000000L};
+    nanosleep(&gap, NULL);
+  }
+  uint64_t slept = sleeps_of(p) - before;
+  flags_check_once(flags, BUSY_TASKS, "task beside busy threads");
+  free((void *)flags);
+  CHECK_OK(pool_destroy(p));
+  atomic_store(&spin_stop, true);
+  for (unsigned i = 0; i < n; i++) CHECK_OK(pthread_join(th[i], NULL));
+  free(th);
+  if (slept < BUSY_TASKS / 2)
+    FAIL("the idle worker slept %llu times for %d tasks beside %u spinning threads\n",
+         (unsigned long long)slept, BUSY_TASKS, n);
+}
+
 TEST_MAIN(120, TEST_CASE(config), TEST_CASE(validate), TEST_CASE(none_once),
-          TEST_CASE(none_late), TEST_CASE(long_poll))
+          TEST_CASE(none_late), TEST_CASE(long_poll), TEST_CASE(busy_backoff))

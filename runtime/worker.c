@@ -29,18 +29,14 @@
  * these yields: they hand the CPU to the producer, whose next tasks the
  * worker then finds (bench_submit's flood rows). */
 enum { SPIN_ROUNDS = 64 };
-/* What the default poll keeps while other threads fill the CPUs
- * (poll_yields_to_others): a few looks without a yield, so that work a
- * microsecond away finds the worker awake rather than paying a wake and
- * the worker a sleep; a few microseconds of a CPU, given back at once when
- * nothing comes. */
-enum { BUSY_LOOK_NS = 5 * 1000 };
-/* Outside submissions arriving at least this often (on average since the
- * worker last went idle) mark a flood from outside threads: the threads a
- * yield hands the CPU to are then the pool's own producers. About the
- * cost of a futex wake and the woken thread's start, so a worker that
- * sleeps between them would pay more in wakes than it saves. */
-enum { FLOOD_GAP_NS = 10 * 1000 };
+/* Outside submissions arriving at least this often, on average over a
+ * window of at least FLOOD_WINDOW_NS, mark a flood from outside threads:
+ * the threads a yield hands the CPU to are then the pool's own producers.
+ * The gap is about the cost of a futex wake and the woken thread's start,
+ * so a worker that slept between them would pay more in wakes than it
+ * saved. The window is long enough that a burst of small jobs (a late
+ * producer catching up) is not a flood. */
+enum { FLOOD_GAP_NS = 10 * 1000, FLOOD_WINDOW_NS = 1000 * 1000 };
 
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
@@ -282,8 +278,8 @@ static void idle_sleep(struct pool *p, uint32_t e) {
  * are not the pool's (docs/design.md 4, where the argument is): the
  * machine's runnable threads, less the pool's awake workers, fill every
  * CPU (busy.h), and outside submissions do not arrive as a flood (one per
- * FLOOD_GAP_NS or more often since this worker's last idle search: then
- * those threads include the pool's producers, whom the yields feed). The
+ * FLOOD_GAP_NS or more often over this worker's last window: then those
+ * threads include the pool's producers, whom the yields feed). The
  * sleepers count is a hint (relaxed), as are the lanes' counts (written
  * under their locks, read without): a wrong guess polls or sleeps once. */
 static bool poll_yields_to_others(ws_worker *w) {
@@ -293,22 +289,23 @@ static bool poll_yields_to_others(ws_worker *w) {
   uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   unsigned own = threads > asleep ? threads - asleep : 1;
   if (!ws_cpus_busy(own)) return false;
-  uint64_t now = ws_mono_ns(), pushed = 0;
-  for (unsigned l = 0; l < WS_LANES; l++) pushed += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
-  bool flood = (pushed - w->idle_pushed) * FLOOD_GAP_NS >= now - w->idle_at;
-  w->idle_pushed = pushed;
-  w->idle_at = now;
-  return !flood;
+  uint64_t now = ws_mono_ns();
+  if (now - w->flood_at >= FLOOD_WINDOW_NS) {
+    uint64_t pushed = 0;
+    for (unsigned l = 0; l < WS_LANES; l++) pushed += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
+    w->flood = (pushed - w->flood_pushed) * FLOOD_GAP_NS >= now - w->flood_at;
+    w->flood_pushed = pushed;
+    w->flood_at = now;
+  }
+  return !w->flood;
 }
 
-/* Looks for work until `ns` have passed, yielding between looks or not. */
-static ws_task *poll_for(ws_worker *w, uint64_t ns, bool yield) {
+/* A fixed poll: looks for work, yielding between looks, until `ns` have
+ * passed. */
+static ws_task *poll_for(ws_worker *w, uint64_t ns) {
   uint64_t end = ws_mono_ns() + ns;
   for (unsigned r = 0;; r++) {
-    if (yield)
-      sched_yield();
-    else
-      ws_cpu_relax();
+    sched_yield();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
     if (t) return t;
     /* Relaxed: hints to stop polling for a pool being destroyed or a
@@ -325,9 +322,9 @@ static ws_task *poll_for(ws_worker *w, uint64_t ns, bool yield) {
  * the sleeper's last look takes them. */
 static ws_task *idle_search(ws_worker *w) {
   int us = w->pool->cfg.idle_poll_us;
-  if (us > 0) return poll_for(w, (uint64_t)us * 1000u, true);
+  if (us > 0) return poll_for(w, (uint64_t)us * 1000u);
   if (us == POOL_IDLE_POLL_NONE) return NULL;
-  if (poll_yields_to_others(w)) return poll_for(w, BUSY_LOOK_NS, false);
+  if (poll_yields_to_others(w)) return NULL;
   for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
     sched_yield();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);

@@ -9,11 +9,19 @@
 #include "atomics.h"
 
 /* How old a sample may be. A phase of the machine (a build, the program's
- * own compute threads) lasts far longer; at this rate a pool spends
+ * own compute threads) lasts far longer; at this rate a process spends
  * about 10 us of every 10 ms reading it, and only while its workers keep
  * going idle. */
 enum { WS_BUSY_PERIOD_NS = 10 * 1000 * 1000 };
 
+/* The last sample: when it was taken (0: never) and its runnable count (0:
+ * unreadable). Relaxed throughout: the pair is a hint that one decision
+ * to poll or not reads, and a reader that sees a new time beside an old
+ * count makes one decision on the older sample. The CAS on `sampled_at`
+ * only elects the one thread that reads the file this period; nothing is
+ * published through it. */
+static ws_u64 sampled_at;
+static ws_u32 running;
 static ws_u32 online; /* online CPUs, read once (0: not yet) */
 
 /* The R of /proc/loadavg's "a b c R/T pid", 0 when it cannot be read. */
@@ -51,17 +59,11 @@ static uint32_t online_cpus(void) {
   return n;
 }
 
-/* Relaxed throughout: the pair is a hint that one decision to poll or not
- * reads, and a reader that sees a new time beside an old count makes one
- * decision on the older sample. The CAS on `sampled_at` only elects the
- * one thread that reads the file this period; nothing is published
- * through it. */
-bool ws_cpus_busy(ws_busy *b, unsigned own) {
-  uint64_t now = ws_mono_ns(), at = ws_u64_load(&b->sampled_at, ws_relaxed);
+bool ws_cpus_busy(unsigned own) {
+  uint64_t now = ws_mono_ns(), at = ws_u64_load(&sampled_at, ws_relaxed);
   if ((at == 0 || now - at >= WS_BUSY_PERIOD_NS) &&
-      ws_u64_cas(&b->sampled_at, &at, now, ws_relaxed)) {
-    uint32_t r = read_running();
-    ws_u32_store(&b->others, r > own ? r - own : 0, ws_relaxed);
-  }
-  return ws_u32_load(&b->others, ws_relaxed) >= online_cpus();
+      ws_u64_cas(&sampled_at, &at, now, ws_relaxed))
+    ws_u32_store(&running, read_running(), ws_relaxed);
+  uint32_t r = ws_u32_load(&running, ws_relaxed);
+  return r > own && r - own >= online_cpus();
 }

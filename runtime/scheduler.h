@@ -17,7 +17,6 @@
 #include "cancel.h"
 #include "debug.h"
 #include "deque.h"
-#include "busy.h"
 #include "gqueue.h"
 #include "hooks.h"
 #include "mem.h"
@@ -187,7 +186,6 @@ struct pool {
   struct ws_placement *placement;
   unsigned trace_pid; /* this pool's process track in the trace */
   ws_hooks hooks;     /* worker hooks and thread names (hooks.c) */
-  ws_busy busy;       /* whether other threads fill the CPUs (busy.h; worker.c) */
   /* Blocking regions (5.9), written at every region's begin and end: a
    * line of their own. `active` and stand-ins' `park` change only under
    * standin_lock; `standin_closing` is read and written only under it. */

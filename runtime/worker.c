@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "busy.h"
 #include "split.h"
 
 /* The default idle poll (POOL_IDLE_POLL_AUTO) on free CPUs: failed rounds
@@ -287,7 +288,7 @@ static bool poll_yields_to_others(ws_worker *w) {
   /* Workers in use (pool_resize parks the others) and awake stand-ins. */
   uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   unsigned own = threads > asleep ? threads - asleep : 1;
-  if (!ws_cpus_busy(&p->busy, own)) return false;
+  if (!ws_cpus_busy(own)) return false;
   uint64_t now = ws_mono_ns();
   if (now - w->flood_at >= FLOOD_WINDOW_NS) {
     uint64_t pushed = 0;

@@ -140,15 +140,14 @@
  * (POOL_IDLE_POLL_AUTO) it polls 64 rounds, each after a sched_yield()
  * (about 100 us on a free CPU), except when a yield would hand its CPU to
  * threads that are not the pool's: when the threads runnable on the
- * machine, not counting the pool's awake workers, already fill every online
- * CPU (the kernel's count in /proc/loadavg, read at most every 10 ms per
+ * machine, not counting the pool's workers, already fill every online
+ * CPU (the kernel's count in /proc/loadavg, read at most every 100 ms per
  * process), and tasks are not arriving from outside threads as a flood
- * (one every 10 us or more often). Then it looks again for a few
- * microseconds without yielding and sleeps, as a thread waiting on a
- * condition variable would: the program's own threads, its other pools
- * and other processes keep their CPUs, and a small job arriving later wakes
- * the worker (the scheduler runs a woken thread promptly) instead of
- * finding it queued behind a busy thread it yielded to. During a flood the
+ * (one every 10 us or more often). Then it sleeps at once, as a thread
+ * waiting on a condition variable would: the program's own threads, its
+ * other pools and other processes keep their CPUs, and a small job arriving
+ * later wakes the worker (the scheduler runs a woken thread promptly)
+ * instead of finding it queued behind a busy thread it yielded to. During a flood the
  * busy threads are the pool's producers, whom the yields let produce, so
  * it keeps polling. Where /proc/loadavg cannot be read, it polls. A
  * program that wants no polling at all (for example a pool used as an
@@ -388,8 +387,8 @@ typedef struct pool_config {
         holds): 64 looks, each after a yield (about 100 us), and none
         while other runnable threads (of this process or any other) fill
         every CPU and no flood of outside submissions is under way: a
-        worker then sleeps after a few microseconds and leaves its CPU to
-        them (\ref idlepoll).
+        worker then sleeps at once and leaves its CPU to them
+        (\ref idlepoll).
       - POOL_IDLE_POLL_NONE (-1): sleep at once, always.
       - 1 to POOL_IDLE_POLL_MAX: poll that long, whatever else runs.
       Any other value: pool_create() fails with EINVAL. */

@@ -280,14 +280,17 @@ static void idle_sleep(struct pool *p, uint32_t e) {
  * CPU (busy.h), and outside submissions do not arrive as a flood (one per
  * FLOOD_GAP_NS or more often over this worker's last window: then those
  * threads include the pool's producers, whom the yields feed). The
- * sleepers count is a hint (relaxed), as are the lanes' counts (written
- * under their locks, read without): a wrong guess polls or sleeps once. */
+ * pool's counts are hints (relaxed; the lanes' are written under their
+ * locks, read without): a wrong guess polls or sleeps once. */
 static bool poll_yields_to_others(ws_worker *w) {
   struct pool *p = w->pool;
-  uint32_t asleep = ws_u32_load(&p->sleep.sleepers, ws_relaxed);
-  /* Workers in use (pool_resize parks the others) and awake stand-ins. */
-  uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
-  unsigned own = threads > asleep ? threads - asleep : 1;
+  /* Workers in use (pool_resize parks the others) and awake stand-ins,
+   * asleep or not: the sample may be 100 ms old, and a count of those
+   * awake now (the sleepers word moves every few microseconds, and counts
+   * a worker that registered but still runs) would not be of its moment.
+   * Those asleep at the sample are subtracted too: the count errs toward
+   * polling, the old behaviour. */
+  unsigned own = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   if (!ws_cpus_busy(own)) return false;
   uint64_t now = ws_mono_ns();
   if (now - w->flood_at >= FLOOD_WINDOW_NS) {

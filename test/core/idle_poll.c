@@ -19,8 +19,9 @@
  *    destroyed while its workers poll.
  *  - busy_backoff: beside one spinning thread per online CPU (the machine's
  *    runnable threads fill every CPU, whatever else runs), a default pool
- *    of 1 worker fed one task every 20 ms sleeps after each: its sleeps
- *    count grows by at least half the tasks. A poll of 64 yields there
+ *    of 1 worker fed one task every 20 ms sleeps after each: once a sample
+ *    of the machine taken since the spinners started is read (8 tasks),
+ *    its sleeps count grows by at least half the next 20 tasks. A poll of 64 yields there
  *    lasts far longer than 20 ms (each yield runs a spinner for a time
  *    slice), so a worker that polled would find the next task awake and
  *    sleep about never. Skipped where /proc/loadavg cannot be read (the
@@ -207,7 +208,7 @@ static void case_long_poll(void) {
 
 /* ---- the default beside busy threads ----------------------------------- */
 
-enum { BUSY_TASKS = 20, BUSY_GAP_MS = 20, MAX_SPINNERS = 1024 };
+enum { WARM_TASKS = 8, BUSY_TASKS = 20, BUSY_GAP_MS = 20, MAX_SPINNERS = 1024 };
 
 static atomic_bool spin_stop;
 
@@ -241,16 +242,19 @@ static void case_busy_backoff(void) {
   cfg.idle_poll_us = POOL_IDLE_POLL_AUTO;
   pool_t *p = NULL;
   CHECK_OK(pool_create(&p, &cfg));
-  flags = flags_alloc(BUSY_TASKS);
-  uint64_t before = sleeps_of(p);
-  for (uintptr_t i = 0; i < BUSY_TASKS; i++) {
+  /* The first WARM_TASKS cover the age a sample may have (100 ms): one
+   * taken before the spinners started may still be read. */
+  flags = flags_alloc(WARM_TASKS + BUSY_TASKS);
+  uint64_t before = 0;
+  for (uintptr_t i = 0; i < WARM_TASKS + BUSY_TASKS; i++) {
+    if (i == WARM_TASKS) before = sleeps_of(p);
     CHECK_OK(pool_submit(p, mark, (void *)i));
     CHECK_OK(pool_wait_idle(p));
     struct timespec gap = {0, BUSY_GAP_MS * 1000000L};
     nanosleep(&gap, NULL);
   }
   uint64_t slept = sleeps_of(p) - before;
-  flags_check_once(flags, BUSY_TASKS, "task beside busy threads");
+  flags_check_once(flags, WARM_TASKS + BUSY_TASKS, "task beside busy threads");
   free((void *)flags);
   CHECK_OK(pool_destroy(p));
   atomic_store(&spin_stop, true);

@@ -322,12 +322,16 @@ static ws_task *poll_for(ws_worker *w, uint64_t ns) {
 
 /* Idle: the pool's poll (pool_config_t::idle_poll_us), then the sleep
  * protocol. The first PARTIAL_AFTER rounds leave short lanes to fill up;
- * the sleeper's last look takes them. */
-static ws_task *idle_search(ws_worker *w) {
+ * the sleeper's last look takes them. `ran`: a task ran here since the
+ * worker started or last slept. The default asks whether the CPUs are
+ * busy only then: a worker with nothing to do since it woke (a fresh
+ * pool, a wake that found the work taken) polls once without taking a
+ * sample, which costs 10 to 100 us (busy.c). */
+static ws_task *idle_search(ws_worker *w, bool ran) {
   int us = w->pool->cfg.idle_poll_us;
   if (us > 0) return poll_for(w, (uint64_t)us * 1000u);
   if (us == POOL_IDLE_POLL_NONE) return NULL;
-  if (poll_yields_to_others(w)) return NULL;
+  if (ran && poll_yields_to_others(w)) return NULL;
   for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
     sched_yield();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
@@ -405,6 +409,7 @@ static void resize_park(ws_worker *w) {
 
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
+  bool ran = false; /* a task since the worker started or last slept */
 
   for (;;) {
     /* After each task: a worker beyond the size parks; a stand-in no
@@ -413,9 +418,10 @@ void ws_worker_loop(ws_worker *w) {
     if (ws_u32_load(&w->off, ws_relaxed)) resize_park(w);
     if (w->standin && standin_surplus(p)) standin_park(w);
     ws_task *t = find_work(w, NULL, true);
-    if (!t) t = idle_search(w);
+    if (!t) t = idle_search(w, ran);
     if (t) {
       ws_run(w, t);
+      ran = true;
       continue;
     }
     /* Park rather than sleep here (an awake stand-in sleeps as a worker). */
@@ -426,6 +432,7 @@ void ws_worker_loop(ws_worker *w) {
       ws_sleep_cancel(&p->sleep);
       ws_sleep_chain(&p->sleep);
       ws_run(w, t);
+      ran = true;
       continue;
     }
     if (ws_global_maybe_nonempty(p)) {
@@ -451,6 +458,7 @@ void ws_worker_loop(ws_worker *w) {
     ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     t = ws_find_work(w, NULL);
+    ran = t != NULL;
     if (t) {
       ws_sleep_chain(&p->sleep);
       ws_run(w, t);

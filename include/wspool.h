@@ -142,15 +142,17 @@
  * threads that are not the pool's: when the threads runnable on the
  * machine, not counting the pool's workers, already fill every online
  * CPU (the kernel's count in /proc/loadavg, read at most every 100 ms per
- * process), and tasks are not arriving from outside threads as a flood
- * (one every 10 us or more often). Then it sleeps at once, as a thread
- * waiting on a condition variable would: the program's own threads, its
+ * process), and submitted tasks are not arriving as a flood (one every
+ * 10 us or more often, from outside threads or from tasks). Then it sleeps
+ * at once, as a thread waiting on a condition variable would: the
+ * program's own threads, its
  * other pools and other processes keep their CPUs, and a small job arriving
  * later wakes the worker (the scheduler runs a woken thread promptly)
- * instead of finding it queued behind a busy thread it yielded to. During a flood the
- * busy threads are the pool's producers, whom the yields let produce, so
- * it keeps polling. Where /proc/loadavg cannot be read, it polls. A
- * program that wants no polling at all (for example a pool used as an
+ * instead of finding it queued behind a busy thread it yielded to. During a
+ * flood the busy threads may be the pool's producers, whom the yields let
+ * produce, or a sleep would cost the producer a wake per task, so it keeps
+ * polling. Where /proc/loadavg cannot be read, it polls. A program that
+ * wants no polling at all (for example a pool used as an
  * I/O helper) may ask for POOL_IDLE_POLL_NONE; one that owns its CPUs and
  * wants the lowest wake latency, for a longer poll. `WSPOOL_IDLE_POLL`
  * sets the value pool_config_default() fills in.
@@ -386,7 +388,7 @@ typedef struct pool_config {
       - POOL_IDLE_POLL_AUTO (0, the default and what a zeroed config
         holds): 64 looks, each after a yield (about 100 us), and none
         while other runnable threads (of this process or any other) fill
-        every CPU and no flood of outside submissions is under way: a
+        every CPU and no flood of submissions is under way: a
         worker then sleeps at once and leaves its CPU to them
         (\ref idlepoll).
       - POOL_IDLE_POLL_NONE (-1): sleep at once, always.

@@ -771,13 +771,11 @@ int pool_pending(const pool_t *pool, size_t *queued, size_t *running) {
   if (!p) return rc;
   bool inside;
   if ((rc = query_enter(p, &inside)) != 0) return rc;
-  uint64_t fin = ws_standins_finished(p), sta = 0, sub = 0;
+  uint64_t fin = ws_standins_finished(p), sta = 0;
   for (unsigned i = 0; i < p->nthreads; i++) fin += ws_u64_load(&p->workers[i]->finished, ws_acquire);
   for (unsigned i = 0; i < p->nthreads; i++) sta += ws_u64_load(&p->workers[i]->starts, ws_acquire);
   sta += ws_standins_started(p);
-  for (unsigned i = 0; i < p->nthreads; i++) sub += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
-  sub += ws_standins_submitted(p);
-  for (unsigned l = 0; l < WS_LANES; l++) sub += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
+  uint64_t sub = ws_submitted_count(p);
   if (!inside) ws_leave(p);
   if (queued) *queued = sub > sta ? (size_t)(sub - sta) : 0;
   if (running) *running = sta > fin ? (size_t)(sta - fin) : 0;

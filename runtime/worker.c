@@ -29,12 +29,12 @@
  * these yields: they hand the CPU to the producer, whose next tasks the
  * worker then finds (bench_submit's flood rows). */
 enum { SPIN_ROUNDS = 64 };
-/* Outside submissions arriving at least this often, on average over a
- * window of at least FLOOD_WINDOW_NS, mark a flood from outside threads:
- * the threads a yield hands the CPU to are then the pool's own producers.
- * The gap is about the cost of a futex wake and the woken thread's start,
- * so a worker that slept between them would pay more in wakes than it
- * saved. The window is long enough that a burst of small jobs (a late
+/* Submissions arriving at least this often, on average over a window of
+ * at least FLOOD_WINDOW_NS, mark a flood: from outside threads, the
+ * threads a yield hands the CPU to are then the pool's own producers; from
+ * inside, a worker that slept would cost its producer a wake per gap. The
+ * gap is about the cost of a futex wake and the woken thread's start, so a
+ * worker that slept between them would pay more in wakes than it saved. The window is long enough that a burst of small jobs (a late
  * producer catching up) is not a flood. */
 enum { FLOOD_GAP_NS = 10 * 1000, FLOOD_WINDOW_NS = 1000 * 1000 };
 
@@ -277,9 +277,10 @@ static void idle_sleep(struct pool *p, uint32_t e) {
 /* Whether the default poll would hand this worker's CPU to threads that
  * are not the pool's (docs/design.md 4, where the argument is): the
  * machine's runnable threads, less the pool's awake workers, fill every
- * CPU (busy.h), and outside submissions do not arrive as a flood (one per
+ * CPU (busy.h), and submissions do not arrive as a flood (one per
  * FLOOD_GAP_NS or more often over this worker's last window: then those
- * threads include the pool's producers, whom the yields feed). The
+ * threads include the pool's producers, whom the yields feed, or the
+ * producers are workers, whom a sleep would cost a wake per gap). The
  * pool's counts are hints (relaxed; the lanes' are written under their
  * locks, read without): a wrong guess polls or sleeps once. */
 static bool poll_yields_to_others(ws_worker *w) {
@@ -294,8 +295,7 @@ static bool poll_yields_to_others(ws_worker *w) {
   if (!ws_cpus_busy(own)) return false;
   uint64_t now = ws_mono_ns();
   if (now - w->flood_at >= FLOOD_WINDOW_NS) {
-    uint64_t pushed = 0;
-    for (unsigned l = 0; l < WS_LANES; l++) pushed += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
+    uint64_t pushed = ws_submitted_count(p);
     w->flood = (pushed - w->flood_pushed) * FLOOD_GAP_NS >= now - w->flood_at;
     w->flood_pushed = pushed;
     w->flood_at = now;

@@ -66,11 +66,11 @@ typedef struct ws_worker {
    * reported, and how many to report at once (set at build). */
   uint32_t bound_credit, bound_flush;
   unsigned lane_next; /* the global queue's lane to look at first */
-  /* Whether submissions came as a flood in this worker's last
-   * window, which began at flood_at with flood_pushed of them so far
-   * (worker.c, poll_yields_to_others). */
-  uint64_t flood_at, flood_pushed;
-  bool flood;
+  /* Whether submissions were calm (no flood) in this worker's last window,
+   * which began at calm_at (0: no window yet) with calm_pushed of them so
+   * far (worker.c, poll_yields_to_others). */
+  uint64_t calm_at, calm_pushed;
+  bool calm;
   uint64_t rng;       /* xorshift state for victim choice */
   /* Lowest address of this worker's stack, as an integer (ws_may_help);
    * an estimate from the requested size when the thread's attributes

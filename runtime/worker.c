@@ -36,7 +36,7 @@ enum { SPIN_ROUNDS = 64 };
  * gap is about the cost of a futex wake and the woken thread's start, so a
  * worker that slept between them would pay more in wakes than it saved. The window is long enough that a burst of small jobs (a late
  * producer catching up) is not a flood. */
-enum { FLOOD_GAP_NS = 10 * 1000, FLOOD_WINDOW_NS = 1000 * 1000 };
+enum { FLOOD_GAP_NS = 10 * 1000, FLOOD_WINDOW_NS = 1000 * 1000, FLOOD_END_NS = 8 * FLOOD_WINDOW_NS };
 
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
@@ -293,14 +293,29 @@ static bool poll_yields_to_others(ws_worker *w) {
    * polling, the old behaviour. */
   unsigned own = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   if (!ws_cpus_busy(own)) return false;
-  uint64_t now = ws_mono_ns();
-  if (now - w->flood_at >= FLOOD_WINDOW_NS) {
+  /* Windows of at least FLOOD_WINDOW_NS; the first starts at the first
+   * check. A flood is assumed until a window shows none, and a window that
+   * would end one closes only after FLOOD_END_NS: on CPUs this full the
+   * producers themselves lose theirs for a millisecond at a time (windows
+   * of no submissions at all came between flood windows in bench_submit),
+   * and each sleep then costs a producer a wake, and makes the scheduler
+   * place the woken worker beside its waker, where the two share one CPU
+   * (runs of bench_submit that slept at every flood's start ran at half
+   * speed throughout). */
+  uint64_t now = ws_mono_ns(), span = now - w->calm_at;
+  if (w->calm_at == 0) {
+    w->calm_at = now;
+    w->calm_pushed = ws_submitted_count(p);
+  } else if (span >= FLOOD_WINDOW_NS) {
     uint64_t pushed = ws_submitted_count(p);
-    w->flood = (pushed - w->flood_pushed) * FLOOD_GAP_NS >= now - w->flood_at;
-    w->flood_pushed = pushed;
-    w->flood_at = now;
+    bool calm = (pushed - w->calm_pushed) * FLOOD_GAP_NS < span;
+    if (!calm || w->calm || span >= FLOOD_END_NS) {
+      w->calm = calm;
+      w->calm_pushed = pushed;
+      w->calm_at = now;
+    }
   }
-  return !w->flood;
+  return w->calm;
 }
 
 /* A fixed poll: looks for work, yielding between looks, until `ns` have

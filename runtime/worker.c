@@ -29,13 +29,14 @@
  * these yields: they hand the CPU to the producer, whose next tasks the
  * worker then finds (bench_submit's flood rows). */
 enum { SPIN_ROUNDS = 64 };
-/* Submissions arriving at least this often, on average over a window of
- * at least FLOOD_WINDOW_NS, mark a flood: from outside threads, the
- * threads a yield hands the CPU to are then the pool's own producers; from
- * inside, a worker that slept would cost its producer a wake per gap. The
- * gap is about the cost of a futex wake and the woken thread's start, so a
- * worker that slept between them would pay more in wakes than it saved. The window is long enough that a burst of small jobs (a late
- * producer catching up) is not a flood. */
+/* Submissions arriving at least once per FLOOD_GAP_NS, on average over a
+ * window of at least FLOOD_WINDOW_NS, mark a flood: from outside threads,
+ * the threads a yield hands the CPU to are then the pool's own producers;
+ * from inside, a worker that slept would cost its producer a wake per gap.
+ * The gap is about the cost of a futex wake and the woken thread's start,
+ * so a worker that slept between them would pay more in wakes than it
+ * saved. The window is long enough that a burst of small jobs (a late
+ * producer catching up) is not a flood; FLOOD_END_NS: poll_yields_to_others. */
 enum { FLOOD_GAP_NS = 10 * 1000, FLOOD_WINDOW_NS = 1000 * 1000, FLOOD_END_NS = 8 * FLOOD_WINDOW_NS };
 
 static inline uint32_t next_rand(ws_worker *w) {
@@ -276,13 +277,13 @@ static void idle_sleep(struct pool *p, uint32_t e) {
 
 /* Whether the default poll would hand this worker's CPU to threads that
  * are not the pool's (docs/design.md 4, where the argument is): the
- * machine's runnable threads, less the pool's awake workers, fill every
+ * machine's runnable threads, less the pool's workers in use, fill every
  * CPU (busy.h), and submissions do not arrive as a flood (one per
  * FLOOD_GAP_NS or more often over this worker's last window: then those
  * threads include the pool's producers, whom the yields feed, or the
  * producers are workers, whom a sleep would cost a wake per gap). The
  * pool's counts are hints (relaxed; the lanes' are written under their
- * locks, read without): a wrong guess polls or sleeps once. */
+ * locks, read without): a wrong guess polls or sleeps for a window. */
 static bool poll_yields_to_others(ws_worker *w) {
   struct pool *p = w->pool;
   /* Workers in use (pool_resize parks the others) and awake stand-ins,

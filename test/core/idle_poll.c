@@ -137,11 +137,11 @@ static void loop_body(size_t b, size_t e, void *ctx) {
   for (size_t i = b; i < e; i++) atomic_fetch_add(&flags[i], 1);
 }
 
-static pool_t *none_pool(unsigned threads) {
+static pool_t *poll_pool(unsigned threads, int idle_poll_us) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = threads;
-  cfg.idle_poll_us = POOL_IDLE_POLL_NONE;
+  cfg.idle_poll_us = idle_poll_us;
   pool_t *p = NULL;
   CHECK_OK(pool_create(&p, &cfg));
   return p;
@@ -166,7 +166,7 @@ static void round_once(pool_t *p) {
 
 static void case_none_once(void) {
   for (unsigned threads = 1; threads <= 2; threads++) {
-    pool_t *p = none_pool(threads);
+    pool_t *p = poll_pool(threads, POOL_IDLE_POLL_NONE);
     for (unsigned r = 0; r < 20; r++) round_once(p);
     CHECK_OK(pool_destroy(p));
   }
@@ -176,7 +176,7 @@ static void spawned(void *arg) { atomic_fetch_add((atomic_uint *)arg, 1); }
 
 static void case_none_late(void) {
   for (unsigned threads = 1; threads <= 2; threads++) {
-    pool_t *p = none_pool(threads);
+    pool_t *p = poll_pool(threads, POOL_IDLE_POLL_NONE);
     for (unsigned r = 0; r < 3; r++) {
       wait_all_asleep(p);
       flags = flags_alloc(1);
@@ -196,12 +196,7 @@ static void case_none_late(void) {
 }
 
 static void case_long_poll(void) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  cfg.idle_poll_us = POOL_IDLE_POLL_MAX;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
+  pool_t *p = poll_pool(2, POOL_IDLE_POLL_MAX);
   round_once(p);
   CHECK_OK(pool_destroy(p)); /* its workers poll now: destroy ends it */
 }
@@ -236,12 +231,7 @@ static void case_busy_backoff(void) {
   CHECK(th != NULL);
   atomic_store(&spin_stop, false);
   for (unsigned i = 0; i < n; i++) CHECK_OK(pthread_create(&th[i], NULL, spinner, NULL));
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 1;
-  cfg.idle_poll_us = POOL_IDLE_POLL_AUTO;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
+  pool_t *p = poll_pool(1, POOL_IDLE_POLL_AUTO);
   /* The first WARM_TASKS cover the age a sample may have (100 ms): one
    * taken before the spinners started may still be read. */
   flags = flags_alloc(WARM_TASKS + BUSY_TASKS);

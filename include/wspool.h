@@ -138,21 +138,21 @@
  * looks, for pool_config_t::idle_poll_us, then sleeps on a futex until work
  * is submitted (no timer, no CPU while asleep). By default
  * (POOL_IDLE_POLL_AUTO) it polls 64 rounds, each after a sched_yield()
- * (about 100 us on a free CPU), except when a yield would hand its CPU to
- * threads that are not the pool's: when the threads runnable on the
- * machine, not counting the pool's workers, already fill every online
- * CPU (the kernel's count in /proc/loadavg, read at most every 100 ms per
- * process), and submitted tasks are not arriving as a flood (one every
- * 10 us or more often, from outside threads or from tasks). Then it sleeps
- * at once, as a thread waiting on a condition variable would: the
- * program's own threads, its
- * other pools and other processes keep their CPUs, and a small job arriving
- * later wakes the worker (the scheduler runs a woken thread promptly)
- * instead of finding it queued behind a busy thread it yielded to. During a
- * flood the busy threads may be the pool's producers, whom the yields let
- * produce, or a sleep would cost the producer a wake per task, so it keeps
- * polling. Where /proc/loadavg cannot be read, it polls. A program that
- * wants no polling at all (for example a pool used as an
+ * (about 100 us on a free CPU; longer when other threads take the CPU it
+ * yields). With POOL_IDLE_POLL_ADAPTIVE it polls about 100 us, except when the threads
+ * runnable on the machine, not counting the pool's own awake workers,
+ * already fill every online CPU (the kernel's count in /proc/loadavg, read
+ * at most every 10 ms per process): then it looks again for a few
+ * microseconds without yielding and sleeps, as a thread waiting on a
+ * condition variable would, so that a program's own threads,
+ * its other pools and other processes keep their CPUs, and a small job
+ * arriving later wakes the worker (the scheduler runs a woken thread
+ * promptly) instead of finding it queued behind a busy thread it yielded
+ * to. Where /proc/loadavg cannot be read, it polls. ADAPTIVE is not the
+ * default because it cannot tell the program's own producers from other
+ * work: beside an outside thread flooding the pool it made workers sleep
+ * and be woken per gap (bench_submit's flood rows 26-156 % slower). A program that
+ * feeds a pool small jobs now and then beside busy threads of its own (an
  * I/O helper) may ask for POOL_IDLE_POLL_NONE; one that owns its CPUs and
  * wants the lowest wake latency, for a longer poll. `WSPOOL_IDLE_POLL`
  * sets the value pool_config_default() fills in.
@@ -162,7 +162,7 @@
  * cfg.threads = 1;
  * cfg.idle_poll_us = POOL_IDLE_POLL_NONE;  // an I/O helper: never poll
  * pool_t *io;
- * int rc = pool_create(&io, &cfg);   // EINVAL outside [-1, POOL_IDLE_POLL_MAX]
+ * int rc = pool_create(&io, &cfg);   // EINVAL outside [-2, POOL_IDLE_POLL_MAX]
  * \endcode
  *
  * \section hooks Worker hooks and names
@@ -386,11 +386,11 @@ typedef struct pool_config {
       Polling turns a wake-up into a look (lower latency for work that
       arrives soon) at the cost of CPU other threads may want.
       - POOL_IDLE_POLL_AUTO (0, the default and what a zeroed config
-        holds): 64 looks, each after a yield (about 100 us), and none
-        while other runnable threads (of this process or any other) fill
-        every CPU and no flood of submissions is under way: a
-        worker then sleeps at once and leaves its CPU to them
-        (\ref idlepoll).
+        holds): 64 looks, each after a yield (about 100 us).
+      - POOL_IDLE_POLL_ADAPTIVE (-2): about 100 us, and none while other
+        runnable threads (of this process or any other) fill every CPU: a
+        worker then sleeps after a few microseconds and leaves its CPU to
+        them (\ref idlepoll).
       - POOL_IDLE_POLL_NONE (-1): sleep at once, always.
       - 1 to POOL_IDLE_POLL_MAX: poll that long, whatever else runs.
       Any other value: pool_create() fails with EINVAL. */
@@ -412,11 +412,12 @@ typedef struct pool_config {
   void *alloc_ctx;
 } pool_config_t;
 
-/** pool_config_t::idle_poll_us: the default poll (64 yielding looks, none
-    while other threads fill the CPUs). */
+/** pool_config_t::idle_poll_us: the default poll (64 yielding looks). */
 #define POOL_IDLE_POLL_AUTO 0
 /** pool_config_t::idle_poll_us: never poll; sleep as soon as idle. */
 #define POOL_IDLE_POLL_NONE (-1)
+/** pool_config_t::idle_poll_us: poll, unless other threads fill the CPUs. */
+#define POOL_IDLE_POLL_ADAPTIVE (-2)
 /** pool_config_t::idle_poll_us: the longest poll accepted (1 s). */
 #define POOL_IDLE_POLL_MAX 1000000
 

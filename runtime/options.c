@@ -82,7 +82,7 @@ static const ws_option_desc options[WS_OPT_COUNT] = {
                           .accepts = "microseconds from 0 (sleep at once) to 1000000",
                           .doc = "how long an idle worker polls before it sleeps, in us, for "
                                  "`pool_config_default` (0 = sleeps at once; unset: 64 yielding "
-                                 "looks, about 100, none while other threads fill the CPUs)"},
+                                 "looks, about 100)"},
 };
 
 const ws_option_desc *ws_option_table(size_t *n) {

@@ -240,7 +240,7 @@ static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
   else
     pool_config_default(cfg);
   if (cfg->threads > POOL_MAX_THREADS || cfg->max_threads > POOL_MAX_THREADS) return EINVAL;
-  if (cfg->idle_poll_us < POOL_IDLE_POLL_NONE || cfg->idle_poll_us > POOL_IDLE_POLL_MAX)
+  if (cfg->idle_poll_us < POOL_IDLE_POLL_ADAPTIVE || cfg->idle_poll_us > POOL_IDLE_POLL_MAX)
     return EINVAL;
   if (cfg->bind != POOL_BIND_NONE && cfg->bind != POOL_BIND_CORE && cfg->bind != POOL_BIND_SPREAD)
     return EINVAL;
@@ -771,11 +771,13 @@ int pool_pending(const pool_t *pool, size_t *queued, size_t *running) {
   if (!p) return rc;
   bool inside;
   if ((rc = query_enter(p, &inside)) != 0) return rc;
-  uint64_t fin = ws_standins_finished(p), sta = 0;
+  uint64_t fin = ws_standins_finished(p), sta = 0, sub = 0;
   for (unsigned i = 0; i < p->nthreads; i++) fin += ws_u64_load(&p->workers[i]->finished, ws_acquire);
   for (unsigned i = 0; i < p->nthreads; i++) sta += ws_u64_load(&p->workers[i]->starts, ws_acquire);
   sta += ws_standins_started(p);
-  uint64_t sub = ws_submitted_count(p);
+  for (unsigned i = 0; i < p->nthreads; i++) sub += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
+  sub += ws_standins_submitted(p);
+  for (unsigned l = 0; l < WS_LANES; l++) sub += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
   if (!inside) ws_leave(p);
   if (queued) *queued = sub > sta ? (size_t)(sub - sta) : 0;
   if (running) *running = sta > fin ? (size_t)(sta - fin) : 0;

@@ -66,11 +66,6 @@ typedef struct ws_worker {
    * reported, and how many to report at once (set at build). */
   uint32_t bound_credit, bound_flush;
   unsigned lane_next; /* the global queue's lane to look at first */
-  /* Whether submissions were calm (no flood) in this worker's last window,
-   * which began at calm_at (0: no window yet) with calm_pushed of them so
-   * far (worker.c, poll_yields_to_others). */
-  uint64_t calm_at, calm_pushed;
-  bool calm;
   uint64_t rng;       /* xorshift state for victim choice */
   /* Lowest address of this worker's stack, as an integer (ws_may_help);
    * an estimate from the requested size when the thread's attributes
@@ -352,16 +347,6 @@ static inline uint64_t ws_standins_submitted(struct pool *p) {
   uint64_t n = 0;
   for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
     n += ws_u64_load(&ws_standin_at(p, k)->submitted, ws_relaxed);
-  return n;
-}
-/* Every pool_submit task and counted job so far, from outside (the lanes)
- * and from inside (workers and stand-ins), relaxed: the submitted side of
- * ws_submits_idle and pool_pending (each reads it after its own ordered
- * reads), and the idle poll's flood rate (worker.c). */
-static inline uint64_t ws_submitted_count(struct pool *p) {
-  uint64_t n = ws_standins_submitted(p);
-  for (unsigned l = 0; l < WS_LANES; l++) n += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
-  for (unsigned i = 0; i < p->nthreads; i++) n += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
   return n;
 }
 /* Their `starts` (pool_pending's acquire read, between the other two). */

@@ -39,7 +39,10 @@ bool ws_submits_idle(struct pool *p) {
   finished += ws_standins_finished(p);
   /* Reservations (ws_reserve): the end on the finished side, read first. */
   finished += ws_u64_load(&p->resv_done, ws_seq_cst);
-  uint64_t submitted = ws_u64_load(&p->resv, ws_relaxed) + ws_submitted_count(p);
+  uint64_t submitted = ws_u64_load(&p->resv, ws_relaxed);
+  for (unsigned l = 0; l < WS_LANES; l++) submitted += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
+  for (unsigned i = 0; i < p->nthreads; i++) submitted += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
+  submitted += ws_standins_submitted(p);
   return submitted == finished;
 }
 

@@ -20,24 +20,23 @@
 #include "busy.h"
 #include "split.h"
 
-/* The default idle poll (POOL_IDLE_POLL_AUTO) on free CPUs: failed rounds
- * before an idle worker sleeps, about 0.1 ms with one worker (more when
- * workers outnumber CPUs, as each round yields): long enough for the next
- * task of a burst or a loop's next round to find the worker awake (a look,
- * not a futex wake), short enough that an idle pool costs nothing
- * measurable. A flood from outside threads on a full machine relies on
- * these yields: they hand the CPU to the producer, whose next tasks the
- * worker then finds (bench_submit's flood rows). */
+/* The default idle poll (POOL_IDLE_POLL_AUTO): failed rounds before an
+ * idle worker sleeps, about 0.1 ms with one worker (more when workers
+ * outnumber CPUs, as each round yields): long enough for the next task of
+ * a burst or a loop's next round to find the worker awake (a look, not a
+ * futex wake), short enough that an idle pool costs nothing measurable.
+ * A flood from outside threads on a full machine relies on these yields:
+ * they hand the CPU to the producer, whose next tasks the worker then
+ * finds (bench_submit's rows fell 26-156 % when the poll stopped there). */
 enum { SPIN_ROUNDS = 64 };
-/* Submissions arriving at least once per FLOOD_GAP_NS, on average over a
- * window of at least FLOOD_WINDOW_NS, mark a flood: from outside threads,
- * the threads a yield hands the CPU to are then the pool's own producers;
- * from inside, a worker that slept would cost its producer a wake per gap.
- * The gap is about the cost of a futex wake and the woken thread's start,
- * so a worker that slept between them would pay more in wakes than it
- * saved. The window is long enough that a burst of small jobs (a late
- * producer catching up) is not a flood; FLOOD_END_NS: poll_yields_to_others. */
-enum { FLOOD_GAP_NS = 10 * 1000, FLOOD_WINDOW_NS = 1000 * 1000, FLOOD_END_NS = 8 * FLOOD_WINDOW_NS };
+/* POOL_IDLE_POLL_ADAPTIVE: the poll while no other thread wants a CPU. */
+enum { AUTO_POLL_NS = 100 * 1000 };
+/* What the adaptive poll keeps while other threads fill the CPUs: a few
+ * looks without a yield, so that a producer in mid-flood (its next batch
+ * a microsecond away) finds the worker awake rather than paying a wake and
+ * the worker a sleep per gap; a few microseconds of a CPU, given back at
+ * once when nothing comes. */
+enum { BUSY_LOOK_NS = 5 * 1000 };
 
 static inline uint32_t next_rand(ws_worker *w) {
   uint64_t x = w->rng;
@@ -275,56 +274,50 @@ static void idle_sleep(struct pool *p, uint32_t e) {
     for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
 }
 
-/* Whether the default poll would hand this worker's CPU to threads that
- * are not the pool's (docs/design.md 4, where the argument is): the
- * machine's runnable threads, less the pool's workers in use, fill every
- * CPU (busy.h), and submissions do not arrive as a flood (one per
- * FLOOD_GAP_NS or more often over this worker's last window: then those
- * threads include the pool's producers, whom the yields feed, or the
- * producers are workers, whom a sleep would cost a wake per gap). The
- * pool's counts are hints (relaxed; the lanes' are written under their
- * locks, read without): a wrong guess polls or sleeps for a window. */
-static bool poll_yields_to_others(ws_worker *w) {
-  struct pool *p = w->pool;
-  /* Workers in use (pool_resize parks the others) and awake stand-ins,
-   * asleep or not: the sample may be 100 ms old, and a count of those
-   * awake now (the sleepers word moves every few microseconds, and counts
-   * a worker that registered but still runs) would not be of its moment.
-   * Those asleep at the sample are subtracted too: the count errs toward
-   * polling, the old behaviour. */
-  unsigned own = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
-  if (!ws_cpus_busy(own)) return false;
-  /* Windows of at least FLOOD_WINDOW_NS; the first starts at the first
-   * check. A flood is assumed until a window shows none, and a window that
-   * would end one closes only after FLOOD_END_NS: on CPUs this full the
-   * producers themselves lose theirs for a millisecond at a time (windows
-   * of no submissions at all came between flood windows in bench_submit),
-   * and each sleep then costs a producer a wake, and makes the scheduler
-   * place the woken worker beside its waker, where the two share one CPU
-   * (runs of bench_submit that slept at every flood's start ran at half
-   * speed throughout). */
-  uint64_t now = ws_mono_ns(), span = now - w->calm_at;
-  if (w->calm_at == 0) {
-    w->calm_at = now;
-    w->calm_pushed = ws_submitted_count(p);
-  } else if (span >= FLOOD_WINDOW_NS) {
-    uint64_t pushed = ws_submitted_count(p);
-    bool calm = (pushed - w->calm_pushed) * FLOOD_GAP_NS < span;
-    if (!calm || w->calm || span >= FLOOD_END_NS) {
-      w->calm = calm;
-      w->calm_pushed = pushed;
-      w->calm_at = now;
-    }
-  }
-  return w->calm;
+/* How long an idle worker of p polls, in nanoseconds (0: not at all;
+ * not called for POOL_IDLE_POLL_AUTO, which counts rounds).
+ * Adaptive: not while the machine's other runnable threads fill every CPU
+ * (busy.h). Each of them is what sched_yield() would run: the poll would
+ * then hand our CPU to a thread the program or the machine needs, and
+ * leave us queued behind it, runnable but not running, when our next task
+ * arrives (a producer sees no sleeper and wakes nobody), where a sleeping
+ * worker is woken and the scheduler runs it promptly. The pool's own awake
+ * workers do not count: they are ours, and poll or work. The sleepers
+ * count is a hint (relaxed): a wrong guess polls or sleeps once. */
+static uint64_t idle_poll_ns(struct pool *p) {
+  int us = p->cfg.idle_poll_us;
+  if (us != POOL_IDLE_POLL_ADAPTIVE) return us > 0 ? (uint64_t)us * 1000u : 0;
+  uint32_t asleep = ws_u32_load(&p->sleep.sleepers, ws_relaxed);
+  /* Workers in use (pool_resize parks the others) and awake stand-ins. */
+  uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
+  unsigned own = threads > asleep ? threads - asleep : 1;
+  return ws_cpus_busy(own) ? 0 : AUTO_POLL_NS;
 }
 
-/* A fixed poll: looks for work, yielding between looks, until `ns` have
- * passed. */
-static ws_task *poll_for(ws_worker *w, uint64_t ns) {
-  uint64_t end = ws_mono_ns() + ns;
+/* Idle: failed rounds with a yield between them for the pool's poll
+ * (POOL_IDLE_POLL_AUTO: SPIN_ROUNDS of them; ADAPTIVE on busy CPUs: a few
+ * microseconds without yields), then the sleep protocol.
+ * The first PARTIAL_AFTER rounds leave short lanes to fill up; the
+ * sleeper's last look takes them. */
+static ws_task *idle_search(ws_worker *w) {
+  if (w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) {
+    for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+      sched_yield();
+      ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
+      if (t) return t;
+    }
+    return NULL;
+  }
+  uint64_t poll = idle_poll_ns(w->pool);
+  bool yield = poll != 0;
+  if (!yield && w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_ADAPTIVE) poll = BUSY_LOOK_NS;
+  if (poll == 0) return NULL;
+  uint64_t end = ws_mono_ns() + poll;
   for (unsigned r = 0;; r++) {
-    sched_yield();
+    if (yield)
+      sched_yield();
+    else
+      ws_cpu_relax();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
     if (t) return t;
     /* Relaxed: hints to stop polling for a pool being destroyed or a
@@ -334,26 +327,6 @@ static ws_task *poll_for(ws_worker *w, uint64_t ns) {
         ws_u32_load(&w->off, ws_relaxed))
       return NULL;
   }
-}
-
-/* Idle: the pool's poll (pool_config_t::idle_poll_us), then the sleep
- * protocol. The first PARTIAL_AFTER rounds leave short lanes to fill up;
- * the sleeper's last look takes them. `ran`: a task ran here since the
- * worker started or last slept. The default asks whether the CPUs are
- * busy only then: a worker with nothing to do since it woke (a fresh
- * pool, a wake that found the work taken) polls once without taking a
- * sample, which costs 10 to 100 us (busy.c). */
-static ws_task *idle_search(ws_worker *w, bool ran) {
-  int us = w->pool->cfg.idle_poll_us;
-  if (us > 0) return poll_for(w, (uint64_t)us * 1000u);
-  if (us == POOL_IDLE_POLL_NONE) return NULL;
-  if (ran && poll_yields_to_others(w)) return NULL;
-  for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
-    sched_yield();
-    ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
-    if (t) return t;
-  }
-  return NULL;
 }
 
 /* Stand-ins (docs/design.md 5.9, where the argument is). A stand-in is
@@ -425,7 +398,6 @@ static void resize_park(ws_worker *w) {
 
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
-  bool ran = false; /* a task since the worker started or last slept */
 
   for (;;) {
     /* After each task: a worker beyond the size parks; a stand-in no
@@ -434,10 +406,9 @@ void ws_worker_loop(ws_worker *w) {
     if (ws_u32_load(&w->off, ws_relaxed)) resize_park(w);
     if (w->standin && standin_surplus(p)) standin_park(w);
     ws_task *t = find_work(w, NULL, true);
-    if (!t) t = idle_search(w, ran);
+    if (!t) t = idle_search(w);
     if (t) {
       ws_run(w, t);
-      ran = true;
       continue;
     }
     /* Park rather than sleep here (an awake stand-in sleeps as a worker). */
@@ -448,7 +419,6 @@ void ws_worker_loop(ws_worker *w) {
       ws_sleep_cancel(&p->sleep);
       ws_sleep_chain(&p->sleep);
       ws_run(w, t);
-      ran = true;
       continue;
     }
     if (ws_global_maybe_nonempty(p)) {
@@ -474,7 +444,6 @@ void ws_worker_loop(ws_worker *w) {
     ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     t = ws_find_work(w, NULL);
-    ran = t != NULL;
     if (t) {
       ws_sleep_chain(&p->sleep);
       ws_run(w, t);

@@ -7,7 +7,7 @@
  *    naming the variable and the value, and the default is used.
  *  - validate: pool_create takes -1, 0, 1 and POOL_IDLE_POLL_MAX (and a
  *    config zeroed by code that never heard of the field: automatic), and
- *    fails with EINVAL, creating nothing, for -2, -3, INT_MIN,
+ *    fails with EINVAL, creating nothing, for -2, INT_MIN,
  *    POOL_IDLE_POLL_MAX + 1 and INT_MAX.
  *  - none_once: on pools of 1 and 2 workers that never poll, outside
  *    submissions, submissions from inside tasks and a parallel_for run
@@ -17,27 +17,13 @@
  *    (and one late spawn from outside) must run: a hang is the watchdog's.
  *  - long_poll: a pool polling POOL_IDLE_POLL_MAX runs its work and is
  *    destroyed while its workers poll.
- *  - busy_backoff: beside one spinning thread per online CPU (the machine's
- *    runnable threads fill every CPU, whatever else runs), a default pool
- *    of 1 worker fed one task every 20 ms sleeps after each: once a sample
- *    of the machine taken since the spinners started is read (8 tasks),
- *    its sleeps count grows by at least half the next 20 tasks. A poll of 64 yields there
- *    lasts far longer than 20 ms (each yield runs a spinner for a time
- *    slice), so a worker that polled would find the next task awake and
- *    sleep about never. Skipped where /proc/loadavg cannot be read (the
- *    default then polls, as documented).
  * Nothing here is timed: the watchdog bounds the program. */
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -97,12 +83,13 @@ static void case_validate(void) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = 1;
-  const int good[] = {POOL_IDLE_POLL_NONE, POOL_IDLE_POLL_AUTO, 1, POOL_IDLE_POLL_MAX};
+  const int good[] = {POOL_IDLE_POLL_ADAPTIVE, POOL_IDLE_POLL_NONE, POOL_IDLE_POLL_AUTO, 1,
+                      POOL_IDLE_POLL_MAX};
   for (unsigned i = 0; i < sizeof good / sizeof good[0]; i++) {
     cfg.idle_poll_us = good[i];
     expect_created(&cfg);
   }
-  const int bad[] = {-2, -3, INT_MIN, POOL_IDLE_POLL_MAX + 1, INT_MAX};
+  const int bad[] = {-3, INT_MIN, POOL_IDLE_POLL_MAX + 1, INT_MAX};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     cfg.idle_poll_us = bad[i];
     pool_t *p = (pool_t *)&cfg; /* untouched on failure */
@@ -137,11 +124,11 @@ static void loop_body(size_t b, size_t e, void *ctx) {
   for (size_t i = b; i < e; i++) atomic_fetch_add(&flags[i], 1);
 }
 
-static pool_t *poll_pool(unsigned threads, int idle_poll_us) {
+static pool_t *none_pool(unsigned threads) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = threads;
-  cfg.idle_poll_us = idle_poll_us;
+  cfg.idle_poll_us = POOL_IDLE_POLL_NONE;
   pool_t *p = NULL;
   CHECK_OK(pool_create(&p, &cfg));
   return p;
@@ -166,7 +153,7 @@ static void round_once(pool_t *p) {
 
 static void case_none_once(void) {
   for (unsigned threads = 1; threads <= 2; threads++) {
-    pool_t *p = poll_pool(threads, POOL_IDLE_POLL_NONE);
+    pool_t *p = none_pool(threads);
     for (unsigned r = 0; r < 20; r++) round_once(p);
     CHECK_OK(pool_destroy(p));
   }
@@ -176,7 +163,7 @@ static void spawned(void *arg) { atomic_fetch_add((atomic_uint *)arg, 1); }
 
 static void case_none_late(void) {
   for (unsigned threads = 1; threads <= 2; threads++) {
-    pool_t *p = poll_pool(threads, POOL_IDLE_POLL_NONE);
+    pool_t *p = none_pool(threads);
     for (unsigned r = 0; r < 3; r++) {
       wait_all_asleep(p);
       flags = flags_alloc(1);
@@ -196,64 +183,15 @@ static void case_none_late(void) {
 }
 
 static void case_long_poll(void) {
-  pool_t *p = poll_pool(2, POOL_IDLE_POLL_MAX);
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 2;
+  cfg.idle_poll_us = POOL_IDLE_POLL_MAX;
+  pool_t *p = NULL;
+  CHECK_OK(pool_create(&p, &cfg));
   round_once(p);
   CHECK_OK(pool_destroy(p)); /* its workers poll now: destroy ends it */
 }
 
-/* ---- the default beside busy threads ----------------------------------- */
-
-enum { WARM_TASKS = 8, BUSY_TASKS = 20, BUSY_GAP_MS = 20, MAX_SPINNERS = 1024 };
-
-static atomic_bool spin_stop;
-
-static void *spinner(void *arg) {
-  (void)arg;
-  while (!atomic_load_explicit(&spin_stop, memory_order_relaxed)) {
-  }
-  return NULL;
-}
-
-static uint64_t sleeps_of(pool_t *p) {
-  pool_worker_stats_t st;
-  CHECK_OK(pool_worker_stats(p, 0, &st));
-  return st.sleeps;
-}
-
-static void case_busy_backoff(void) {
-  if (access("/proc/loadavg", R_OK) != 0) {
-    printf("  busy_backoff: no /proc/loadavg here, nothing to check\n");
-    return;
-  }
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  unsigned n = cpus < 1 ? 1 : cpus > MAX_SPINNERS ? MAX_SPINNERS : (unsigned)cpus;
-  pthread_t *th = calloc(n, sizeof *th);
-  CHECK(th != NULL);
-  atomic_store(&spin_stop, false);
-  for (unsigned i = 0; i < n; i++) CHECK_OK(pthread_create(&th[i], NULL, spinner, NULL));
-  pool_t *p = poll_pool(1, POOL_IDLE_POLL_AUTO);
-  /* The first WARM_TASKS cover the age a sample may have (100 ms): one
-   * taken before the spinners started may still be read. */
-  flags = flags_alloc(WARM_TASKS + BUSY_TASKS);
-  uint64_t before = 0;
-  for (uintptr_t i = 0; i < WARM_TASKS + BUSY_TASKS; i++) {
-    if (i == WARM_TASKS) before = sleeps_of(p);
-    CHECK_OK(pool_submit(p, mark, (void *)i));
-    CHECK_OK(pool_wait_idle(p));
-    struct timespec gap = {0, BUSY_GAP_MS * 1000000L};
-    nanosleep(&gap, NULL);
-  }
-  uint64_t slept = sleeps_of(p) - before;
-  flags_check_once(flags, WARM_TASKS + BUSY_TASKS, "task beside busy threads");
-  free((void *)flags);
-  CHECK_OK(pool_destroy(p));
-  atomic_store(&spin_stop, true);
-  for (unsigned i = 0; i < n; i++) CHECK_OK(pthread_join(th[i], NULL));
-  free(th);
-  if (slept < BUSY_TASKS / 2)
-    FAIL("the idle worker slept %llu times for %d tasks beside %u spinning threads\n",
-         (unsigned long long)slept, BUSY_TASKS, n);
-}
-
 TEST_MAIN(120, TEST_CASE(config), TEST_CASE(validate), TEST_CASE(none_once),
-          TEST_CASE(none_late), TEST_CASE(long_poll), TEST_CASE(busy_backoff))
+          TEST_CASE(none_late), TEST_CASE(long_poll))

@@ -63,6 +63,9 @@ struct ws_placement {
   bool hw_mem;      /* worker memory comes from hwloc (freed with hwloc_free) */
   unsigned npus;    /* PUs the plan chose from */
   const char *how;  /* where the plan came from, for WSPOOL_VERBOSE */
+  /* Workers that own a victims array, one per place (ws_placement_worker):
+   * nreps of n entries, allocated with the first worker. */
+  unsigned *reps, nreps;
 #ifdef WS_HAVE_HWLOC
   hwloc_topology_t topo; /* the shared topology; NULL unless planned with hwloc */
 #endif
@@ -561,26 +564,46 @@ int ws_placement_plan(struct pool *p) {
   return rc; /* on failure pool.c calls ws_placement_free() */
 }
 
+/* Do a and b sit in the same place, as level_of sees it? */
+static bool same_place(const slot *a, const slot *b) {
+  return a->cpu == b->cpu && a->numa == b->numa && a->package == b->package && a->core == b->core &&
+         a->cache == b->cache;
+}
+
 int ws_placement_worker(struct pool *p, ws_worker *w) {
-  const struct ws_placement *pl = p->placement;
+  struct ws_placement *pl = p->placement;
   const slot *s = pl && pl->slots ? pl->slots : NULL;
   unsigned n = p->nthreads, me = w->id;
   w->cpu = s ? s[me].cpu : -1;
   w->numa = s ? s[me].numa : -1;
   w->nlevels = 0;
   if (n < 2) return 0;
-  w->victims = ws_mem_alloc(&p->mem, (n - 1) * sizeof(unsigned));
-  w->nvictims = n - 1;
+  /* Workers in one place see every worker at the same level, so they share
+   * one array, which holds them too (steal_round passes over its own id):
+   * an array per place, not per worker, or 4096 workers would write 64 MiB
+   * of victims (docs/design.md 5.10). Places are few (at most the PUs). */
+  if (!pl->reps && !(pl->reps = ws_mem_alloc(&p->mem, n * sizeof(unsigned)))) return ENOMEM;
+  for (unsigned r = 0; r < pl->nreps; r++) {
+    const ws_worker *o = p->workers[pl->reps[r]];
+    if (s && !same_place(&s[me], &s[o->id])) continue;
+    w->victims = o->victims;
+    w->nvictims = o->nvictims;
+    memcpy(w->level_end, o->level_end, sizeof w->level_end);
+    w->nlevels = o->nlevels;
+    return 0;
+  }
+  w->victims = ws_mem_alloc(&p->mem, n * sizeof(unsigned));
   if (!w->victims) return ENOMEM;
+  w->nvictims = n;
+  w->victims_own = true;
+  pl->reps[pl->nreps++] = me;
   /* Counting sort by level; within a level, ascending ids (worker.c starts
    * each round at a random position inside the level). */
   unsigned cnt[4] = {0, 0, 0, 0}, at[4];
-  for (unsigned j = 0; j < n; j++)
-    if (j != me) cnt[s ? level_of(&s[me], &s[j]) : 0]++;
+  for (unsigned j = 0; j < n; j++) cnt[s ? level_of(&s[me], &s[j]) : 0]++;
   at[0] = 0;
   for (unsigned l = 1; l < 4; l++) at[l] = at[l - 1] + cnt[l - 1];
-  for (unsigned j = 0; j < n; j++)
-    if (j != me) w->victims[at[s ? level_of(&s[me], &s[j]) : 0]++] = j;
+  for (unsigned j = 0; j < n; j++) w->victims[at[s ? level_of(&s[me], &s[j]) : 0]++] = j;
   /* Keep the non-empty levels only. */
   unsigned end = 0;
   for (unsigned l = 0; l < 4; l++) {
@@ -613,6 +636,7 @@ void ws_placement_free(struct pool *p) {
   struct ws_placement *pl = p->placement;
   if (!pl) return;
   if (pl->slots) ws_mem_free(&p->mem, pl->slots, pl->n * sizeof(slot)); /* the topology is shared: it stays */
+  if (pl->reps) ws_mem_free(&p->mem, pl->reps, pl->n * sizeof(unsigned));
   ws_mem_free(&p->mem, pl, sizeof(*pl));
   p->placement = NULL;
 }

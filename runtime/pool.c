@@ -81,7 +81,7 @@ void ws_worker_free(struct pool *p, ws_worker *w) {
   ws_deque_destroy(&w->dq);
   ws_priv_free(w);
   ws_nodes_destroy(&w->nodes);
-  if (w->victims) ws_mem_free(&p->mem, w->victims, w->nvictims * sizeof(unsigned));
+  if (w->victims_own) ws_mem_free(&p->mem, w->victims, w->nvictims * sizeof(unsigned));
   ws_placement_dealloc(p, w->mem, w->mem_size);
 }
 
@@ -129,6 +129,7 @@ static void free_pool(struct pool *p, bool forked) {
     for (unsigned i = 0; i < p->nthreads; i++) ws_worker_free(p, p->workers[i]);
     ws_mem_free(&p->mem, p->workers, p->nthreads * sizeof(ws_worker *));
   }
+  if (p->asleep) ws_mem_free(&p->mem, p->asleep, p->nthreads * sizeof(ws_u32));
   /* Stand-ins (docs/design.md 5.9): every thread joined, or none here
    * (forked). */
   ws_worker **slots = ws_ptr_load(&p->standins, ws_relaxed);
@@ -212,8 +213,10 @@ static void stop_workers(struct pool *p) {
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
     if (!w || !w->started) continue;
-    ws_u32_store(&w->off, 0, ws_release);
-    ws_futex_wake(&w->off, INT_MAX);
+    /* Only a parked worker (2) waits on the word, so only it is woken (a
+     * system call a worker is too many with thousands); one told to park
+     * (1) fails its CAS on the 0 and does not park. */
+    if (ws_u32_xchg(&w->off, 0, ws_release) == 2) ws_futex_wake(&w->off, INT_MAX);
   }
   /* Parked stand-ins go through the loop's exit, and its barrier, too.
    * Release: pairs with the parked thread's acquire load (worker.c); it
@@ -301,7 +304,11 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
   ws_u32_store(&p->stop, 0, ws_relaxed);
   ws_u32_store(&p->stopped, 0, ws_relaxed);
   p->workers = ws_mem_calloc(&p->mem, p->nthreads, sizeof(ws_worker *));
-  rc = p->workers ? ws_placement_plan(p) : ENOMEM;
+  /* A worker not started yet has an empty deque: it clears its word
+   * before its first look (worker.c). */
+  p->asleep = ws_mem_calloc(&p->mem, p->nthreads, sizeof(ws_u32));
+  for (unsigned i = 0; p->asleep && i < p->nthreads; i++) ws_u32_store(&p->asleep[i], 1, ws_relaxed);
+  rc = p->workers && p->asleep ? ws_placement_plan(p) : ENOMEM;
   for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = new_worker(p, i);
   /* Workers beyond the size park before their first task (worker.c).
    * Relaxed: pthread_create orders it before the thread's first read. */

@@ -79,9 +79,12 @@ typedef struct ws_worker {
   int cpu;  /* bound PU (OS index) or -1 */
   int numa; /* NUMA node of that PU, or -1 */
   /* Victims ordered nearest first; level_end[k] is one past the last victim
-   * of distance level k. Random start within each level. */
+   * of distance level k. Random start within each level. Shared by the
+   * workers of one place, and then holding them too (placement.c); a
+   * stand-in's is its own and holds every worker. */
   unsigned *victims;
   unsigned nvictims; /* the array's length */
+  bool victims_own;  /* this worker frees it */
   unsigned level_end[4];
   unsigned nlevels;
   ws_trace_buf *trace; /* NULL unless WSPOOL_TRACE is set (and at destroy) */
@@ -165,6 +168,12 @@ struct pool {
   unsigned nstarted;            /* threads started; set before `stop` */
   unsigned nthreads;            /* workers built: cfg.max_threads */
   ws_worker **workers;
+  /* asleep[i] != 0: worker i's deque is empty and stays so until worker i
+   * stores 0, which it does before it can push again; thieves pass it over
+   * (worker.c; the argument is docs/design.md 5.10). One word a worker,
+   * side by side, so that a look over thousands of workers reads a few
+   * lines rather than each one's deque. */
+  ws_u32 *asleep;
   /* Workers in use, [0, size): pool_resize (pool.c), under resize_lock;
    * read relaxed (pool_threads, the last-to-sleep hint). */
   ws_u32 size;

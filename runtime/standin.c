@@ -79,6 +79,7 @@ static ws_worker *build_standin(struct pool *p, unsigned k) {
     ws_worker_free(p, w);
     return NULL;
   }
+  w->victims_own = true;
   for (unsigned i = 0; i < p->nthreads; i++) w->victims[i] = i;
   w->level_end[0] = p->nthreads;
   w->nlevels = 1;

@@ -29,6 +29,11 @@
  * they hand the CPU to the producer, whose next tasks the worker then
  * finds (bench_submit's rows fell 26-156 % when the poll stopped there). */
 enum { SPIN_ROUNDS = 64 };
+/* Victims of each level an idle round looks at (the last look before a
+ * sleep looks at all): a round touches a bounded number of lines however
+ * large the pool, and a pool of up to 9 workers still looks at everyone
+ * each round (design.md 5.10). */
+enum { IDLE_VICTIMS = 8 };
 /* POOL_IDLE_POLL_ADAPTIVE: the poll while no other thread wants a CPU. */
 enum { AUTO_POLL_NS = 100 * 1000 };
 /* What the adaptive poll keeps while other threads fill the CPUs: a few
@@ -166,7 +171,12 @@ static ws_task *steal_from(ws_worker *w, ws_worker *v) {
   }
 }
 
-static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
+/* One round of steals: the hint, then victims from a random start, nearest
+ * level first, at most `cap` of each level and of the stand-ins. A
+ * complete round (cap UINT_MAX) is what the sleep protocol's last look
+ * needs (docs/design.md 5.2); the rounds before it sample, so that a
+ * round's cost does not grow with the pool (design.md 5.10). */
+static ws_task *steal_round(ws_worker *w, ws_worker *hint, unsigned cap) {
   struct pool *p = w->pool;
   if (hint && hint != w) {
     ws_task *t = steal_from(w, hint);
@@ -176,9 +186,14 @@ static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
   for (unsigned l = 0; l < w->nlevels; l++) {
     unsigned hi = w->level_end[l], n = hi - lo;
     if (n) {
-      unsigned start = next_rand(w) % n;
-      for (unsigned k = 0; k < n; k++) {
-        ws_worker *v = p->workers[w->victims[lo + (start + k) % n]];
+      unsigned at = next_rand(w) % n, m = n < cap ? n : cap;
+      /* A wrapping index, not a division a victim: a last look over
+       * thousands of workers is mostly this loop. */
+      for (unsigned k = 0; k < m; k++, at = at + 1 < n ? at + 1 : 0) {
+        unsigned vi = w->victims[lo + at];
+        /* Relaxed: the fences of the sleep protocol order it (5.10). */
+        if (vi == w->id || ws_u32_load(&p->asleep[vi], ws_relaxed)) continue;
+        ws_worker *v = p->workers[vi];
         if (v == hint) continue;
         ws_task *t = steal_from(w, v);
         if (t) return t;
@@ -191,8 +206,8 @@ static ws_task *steal_round(ws_worker *w, ws_worker *hint) {
    * load while the pool has none. */
   unsigned ns = ws_standins_count(p);
   if (ns) {
-    unsigned start = next_rand(w) % ns;
-    for (unsigned k = 0; k < ns; k++) {
+    unsigned start = next_rand(w) % ns, m = ns < cap ? ns : cap;
+    for (unsigned k = 0; k < m; k++) {
       ws_worker *v = ws_standin_at(p, (start + k) % ns);
       if (v == w || v == hint) continue;
       ws_task *t = steal_from(w, v);
@@ -220,19 +235,19 @@ static ws_task *nothing_found(ws_worker *w) {
 }
 
 /* One look: own deque, the global queue (only full lanes when `full`),
- * one round of steals. */
-static ws_task *find_work(ws_worker *w, ws_worker *hint, bool full) {
+ * one round of steals (at most `cap` victims a level). */
+static ws_task *find_work(ws_worker *w, ws_worker *hint, bool full, unsigned cap) {
   ws_task *t = ws_pop_own(w);
   if (t) {
     ws_counter_add(&w->stats.local_pops, 1);
     return t;
   }
   if (ws_global_maybe_nonempty(w->pool) && (t = from_global(w, full)) != NULL) return t;
-  t = steal_round(w, hint);
+  t = steal_round(w, hint, cap);
   return t ? t : nothing_found(w);
 }
 
-ws_task *ws_find_work(ws_worker *w, ws_worker *hint) { return find_work(w, hint, false); }
+ws_task *ws_find_work(ws_worker *w, ws_worker *hint) { return find_work(w, hint, false, UINT_MAX); }
 
 ws_task *ws_find_own_work(ws_worker *w) {
   ws_task *t = ws_pop_own(w);
@@ -302,8 +317,11 @@ static uint64_t idle_poll_ns(struct pool *p) {
 static ws_task *idle_search(ws_worker *w) {
   if (w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) {
     for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+      /* Relaxed: a hint to stop polling for a pool being destroyed or a
+       * shrink waiting for this worker, as below. */
+      if (ws_u32_load(&w->pool->stop, ws_relaxed) || ws_u32_load(&w->off, ws_relaxed)) return NULL;
       sched_yield();
-      ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
+      ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER, IDLE_VICTIMS);
       if (t) return t;
     }
     return NULL;
@@ -318,7 +336,7 @@ static ws_task *idle_search(ws_worker *w) {
       sched_yield();
     else
       ws_cpu_relax();
-    ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER);
+    ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER, IDLE_VICTIMS);
     if (t) return t;
     /* Relaxed: hints to stop polling for a pool being destroyed or a
      * shrink waiting for this worker (a poll may last a second); the
@@ -396,8 +414,18 @@ static void resize_park(ws_worker *w) {
   ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
 }
 
+/* Worker w's word of p->asleep, for its deque (docs/design.md 5.10):
+ * set only while its deque is empty and before it sleeps or leaves, cleared
+ * before it looks for work again (any push follows). Relaxed: the sleep
+ * protocol's fences order it. Stand-ins have none. */
+static void set_asleep(ws_worker *w, uint32_t v) {
+  if (w->id < w->pool->nthreads) ws_u32_store(&w->pool->asleep[w->id], v, ws_relaxed);
+}
+
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
+  bool ran = false;
+  set_asleep(w, 0);
 
   for (;;) {
     /* After each task: a worker beyond the size parks; a stand-in no
@@ -405,9 +433,14 @@ void ws_worker_loop(ws_worker *w) {
      * seq_cst before it sleeps (below). */
     if (ws_u32_load(&w->off, ws_relaxed)) resize_park(w);
     if (w->standin && standin_surplus(p)) standin_park(w);
-    ws_task *t = find_work(w, NULL, true);
-    if (!t) t = idle_search(w);
+    ws_task *t = find_work(w, NULL, true, IDLE_VICTIMS);
+    /* A worker that has run no task yet (a new pool, a grow) sleeps
+     * without the poll: the poll waits for the rest of a burst it took
+     * part in, and a new pool of thousands of workers polling at once
+     * would take the CPUs from the threads with work (design.md 5.10). */
+    if (!t && ran) t = idle_search(w);
     if (t) {
+      ran = true;
       ws_run(w, t);
       continue;
     }
@@ -418,6 +451,7 @@ void ws_worker_loop(ws_worker *w) {
     if (t) {
       ws_sleep_cancel(&p->sleep);
       ws_sleep_chain(&p->sleep);
+      ran = true;
       ws_run(w, t);
       continue;
     }
@@ -429,6 +463,7 @@ void ws_worker_loop(ws_worker *w) {
     }
     if (ws_u32_load(&p->stop, ws_seq_cst)) {
       ws_sleep_cancel(&p->sleep);
+      set_asleep(w, 1); /* its deque is empty for good */
       break;
     }
     /* seq_cst, after the registration: either the resizer's wake (after
@@ -440,12 +475,18 @@ void ws_worker_loop(ws_worker *w) {
     ws_counter_add(&w->stats.sleeps, 1);
     uint64_t t0 = ws_trace_t0(w);
     ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
+    set_asleep(w, 1);
     idle_sleep(p, e);
+    set_asleep(w, 0);
     ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
+    /* Woken to stop: the last look before leaving is the one that counts
+     * (below); a look here would be a second look at every worker. */
+    if (ws_u32_load(&p->stop, ws_relaxed)) continue;
     t = ws_find_work(w, NULL);
     if (t) {
       ws_sleep_chain(&p->sleep);
+      ran = true;
       ws_run(w, t);
     }
   }

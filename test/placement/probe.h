@@ -75,8 +75,10 @@ static inline unsigned victim_level(const ws_worker *w, unsigned v) {
   return l;
 }
 
-/* Structural checks on every worker's victim list: each other worker
- * exactly once, levels non-empty, ordered, at most 4, worker 64-aligned. */
+/* Structural checks on every worker's victim list: every worker exactly
+ * once (its own id too: the workers of one place share one list, and the
+ * steal round passes over its own id), levels non-empty, ordered, at most
+ * 4, worker 64-aligned. */
 static inline void check_victims_shape(pool_t *pool) {
   unsigned n = pool_threads(pool);
   unsigned char *seen = malloc(n ? n : 1);
@@ -85,20 +87,24 @@ static inline void check_victims_shape(pool_t *pool) {
     const ws_worker *w = worker_of(pool, i);
     CHECK_EQ((uintptr_t)w % 64, 0);
     CHECK_EQ(w->id, i);
-    CHECK_EQ(victim_count(w), n - 1);
+    CHECK_EQ(victim_count(w), n > 1 ? n : 0);
     CHECK(w->nlevels <= 4);
     if (n > 1) {
       CHECK(w->nlevels >= 1);
-      CHECK_EQ(w->level_end[w->nlevels - 1], n - 1);
+      CHECK_EQ(w->level_end[w->nlevels - 1], n);
     }
     for (unsigned l = 0; l < w->nlevels; l++)
       CHECK(w->level_end[l] > (l ? w->level_end[l - 1] : 0));
     memset(seen, 0, n);
     for (unsigned k = 0; k < victim_count(w); k++) {
       unsigned v = w->victims[k];
-      CHECK(v < n && v != i && !seen[v]);
+      CHECK(v < n && !seen[v]);
       seen[v] = 1;
     }
+    /* One list a place: shared exactly by the bound workers on one PU. */
+    for (unsigned j = 0; j < i && n > 1 && w->cpu >= 0; j++)
+      if (worker_of(pool, j)->cpu >= 0)
+        CHECK_EQ(worker_of(pool, j)->victims == w->victims, worker_of(pool, j)->cpu == w->cpu);
   }
   free(seen);
 }

@@ -92,8 +92,8 @@ static void check_levels(const machine *m, pool_t *pool) {
   for (unsigned i = 0; i < n; i++) {
     const ws_worker *w = worker_of(pool, i);
     unsigned cnt[4] = {0, 0, 0, 0}, map[4], nl = 0;
-    for (unsigned j = 0; j < n; j++)
-      if (j != i) cnt[m_level(m, w->cpu, worker_of(pool, j)->cpu)]++;
+    /* Itself too: the list of its place, shared (a lone worker has none). */
+    for (unsigned j = 0; j < n && n > 1; j++) cnt[m_level(m, w->cpu, worker_of(pool, j)->cpu)]++;
     for (unsigned l = 0; l < 4; l++) map[l] = cnt[l] ? nl++ : 99;
     CHECK_EQ(w->nlevels, nl);
     /* level of each victim from its position (victim_level() is linear) */

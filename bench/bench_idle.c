@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_idle: small jobs now and then beside busy threads, the shape of
- * zstd's I/O helpers (docs/performance.md, "Idle workers beside busy
- * threads").
+ * zstd's I/O helpers (docs/performance.md, "`bench_idle`: small jobs
+ * beside busy threads").
  *
  * Two "pools" of one worker each; a feeder thread per pool submits one
  * small job (a few microseconds of arithmetic) every 100 us, on an absolute

@@ -371,11 +371,20 @@ def case_pools():
               meta(2, 0, 'worker 0'), meta(2, 1, 'worker 1'), meta(2, 2, 'worker 2'),
               task(1, 0, 0.0, 4.0), task(1, 1, 1.0, 2.0), steal(1, 1, 1.0, 0),
               task(2, 0, 10.0, 4.0), task(2, 0, 15.0, 4.0), task(2, 2, 11.0, 1.0),
-              steal(2, 2, 11.0, 0), sleep(2, 1, 10.0, 9.0)]
+              steal(2, 2, 11.0, 0), sleep(2, 1, 10.0, 9.0),
+              {'name': 'trace buffer full: recording stopped', 'ph': 'i', 's': 't', 'pid': 2,
+               'tid': 0, 'ts': 19.0}]
     path = write('pools.json', events_text(events))
     out = os.path.join(TMP, 'pools.svg')
     r = run_tool(path, '-o', out)
-    check_against('pools', events, out, r.stdout)
+    root, lanes = check_against('pools', events, out, r.stdout)
+    # The worker whose buffer filled: marked in the table, the lane and a warning.
+    check('pool 2 worker 0: trace buffer full' in r.stderr, f'pools: warning {r.stderr!r}')
+    check([ln for ln in table_rows(r.stdout, 2) if ln.endswith(' *')] == [
+        ln for ln in table_rows(r.stdout, 2) if ln.startswith('worker 0 ')],
+        f'pools: buffer-full mark in\n{r.stdout}')
+    full = [m for key, g in lanes.items() for m in marks(g) if m[0] == ['full']]
+    check(len(full) == 1 and 'full' in full[0][5], f'pools: buffer-full marks {full}')
     _, _, order = svg_lanes(out)
     check(order == [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)], f'pools: lane order {order}')
     r = run_tool(path, '-o', out, '--pool', '2')

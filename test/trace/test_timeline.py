@@ -8,18 +8,24 @@ APP is timeline_app, a program of known work on 2 workers; without it (a
 cross build) the real-trace cases are skipped. Every figure the tool gives
 is compared with the same figure recomputed here from the trace's events,
 exactly (durations to the trace's resolution, 0.001 us, plus rounding).
+In every case each lane's marks lie inside it and draw each of its tasks,
+sleeps and steals once (a bar of its own, or counted in a bin's title).
 Cases:
-  real_trace       the program's trace: one lane per worker, per-lane task,
+  real_trace       the program's trace (its task count, at least one steal,
+                   a sleep per worker): one lane per worker, per-lane task,
                    steal and sleep counts equal to the trace's, utilisation
                    within [0, 1], busy time = the union of the task slices,
-                   the table on stdout agrees; --text-only writes no SVG
+                   the table on stdout agrees; the default output name;
+                   --text-only writes no SVG
   truncated        the same trace without its ']', and cut inside its last
                    event: read, with a warning, the cut event dropped
   nested           nested slices count their time once and draw thinner
   profile          a wspool_profile event: parallelism, burdened
                    parallelism, mean task and the speedup bounds
-  pools            two pools: lanes grouped per pool; --pool filters
-  empty            a trace with no events: no lanes, exit 0
+  pools            two pools: lanes grouped per pool; --pool filters; a
+                   worker whose buffer filled is marked
+  empty            a trace with no events: no lanes, exit 0; workers that
+                   recorded nothing: their lanes, all zero
   large            50 000 tiny tasks, 50 000 steals, 5 000 sleeps: exact
                    counts, each drawn once (binned), SVG size bounded
   bad_input        garbage, wrong JSON, bad fields, missing file, bad

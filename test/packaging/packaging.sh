@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Packaging: `meson install` puts the headers (wspool.h and the inline ABI
 # it includes, wspool/inline.h), the shared and static libraries (with a
-# soversion) and the pkg-config file in place; a program builds and runs
-# against the installed package through pkg-config, shared and static, C and
-# C++ with the inline fast paths on, reading only the installed headers;
+# soversion), the pkg-config file and the wspool-timeline command in place;
+# a program builds and runs against the installed package through
+# pkg-config, shared and static, C and C++ with the inline fast paths on,
+# reading only the installed headers;
 # wspool works as a meson subproject; and CMake's find_package(wspool)
 # finds the installed package.
 #   packaging.sh SOURCE_ROOT BUILD_ROOT SANITIZE CROSS LTO
@@ -32,6 +33,12 @@ for h in wspool.h wspool_typed.h wspool.hpp wspool/inline.h; do
   cmp -s "$src/include/$h" "$root/include/$h" || { echo "include/$h not installed"; exit 1; }
 done
 cmp -s "$src/LICENSE" "$root/share/licenses/wspool/LICENSE" || { echo "LICENSE not installed"; exit 1; }
+# The trace picture tool (docs/profiling.md), an executable in bindir.
+bindir=$(meson introspect "$build" --buildoptions |
+  python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="bindir"][0])')
+case $bindir in /*) bindir="$tmp/root$bindir" ;; *) bindir="$root/$bindir" ;; esac
+{ [ -x "$bindir/wspool-timeline" ] && cmp -s "$src/runtime/tools/wspool-timeline" "$bindir/wspool-timeline"; } ||
+  { echo "wspool-timeline not installed as an executable in $bindir"; exit 1; }
 libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libwspool.so.1 "$libdir"/libwspool.so.1.* "$libdir"/libwspool.a >/dev/null ||
   { echo "libraries or soversion link missing in $libdir"; ls -l "$libdir"; exit 1; }

@@ -213,10 +213,11 @@ static void stop_workers(struct pool *p) {
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
     if (!w || !w->started) continue;
-    /* Only a parked worker (2) waits on the word, so only it is woken (a
-     * system call a worker is too many with thousands); one told to park
-     * (1) fails its CAS on the 0 and does not park. */
-    if (ws_u32_xchg(&w->off, 0, ws_release) == 2) ws_futex_wake(&w->off, INT_MAX);
+    /* At 0 nobody waits on the word, so no wake (a system call a worker
+     * is too many with thousands): at 2 the parked worker does, at 1 a
+     * shrinking pool_resize waiting for it to park (the worker then fails
+     * its CAS on the 0 and does not park). */
+    if (ws_u32_xchg(&w->off, 0, ws_release) != 0) ws_futex_wake(&w->off, INT_MAX);
   }
   /* Parked stand-ins go through the loop's exit, and its barrier, too.
    * Release: pairs with the parked thread's acquire load (worker.c); it

@@ -25,12 +25,13 @@
  *     return fib_sync(&f) + y;          // its result, by value
  *   }
  * \endcode
- * `POOL_TASK(RTYPE, NAME, T1, ..., Tk)` (k = 1..6) declares a task of a
+ * `POOL_TASK(RTYPE, NAME, T1, ..., Tk)` (k = 1..14) declares a task of a
  * function `RTYPE NAME(T1, ..., Tk)` that must be declared before the macro
  * (defined anywhere, static or not); `POOL_TASK_0(RTYPE, NAME)` one of no
  * arguments; `POOL_VOID_TASK(NAME, T1, ..., Tk)` and
  * `POOL_VOID_TASK_0(NAME)` tasks of functions returning void. End each with
- * a semicolon, at file scope. Argument and result types must be complete
+ * a semicolon, at file scope (more than 14 arguments do not compile: pass a
+ * struct). Argument and result types must be complete
  * object types that can be assigned (no arrays: pass a pointer or a struct;
  * in C++, trivially copyable types, since they share a union in the frame).
  * The macro generates, for a task NAME:
@@ -54,6 +55,32 @@
  *  - `int NAME_sync_rc(NAME_frame *f, RTYPE *out)`: the same, returning 0
  *    with the result in `*out`, or EINVAL on misuse (`*out` untouched). For
  *    void tasks `int NAME_sync_rc(NAME_frame *f)`.
+ *  - `RTYPE NAME_run(pool_t *pool, T1 a1, ...)`: runs `NAME(a1, ...)` on
+ *    \p pool and returns its result, in one call: what NAME_spawn_in() and
+ *    NAME_sync() of a frame of its own do, for starting a computation from
+ *    outside the pool. From a thread that is not a worker of \p pool (the
+ *    main thread, any other thread) the task goes to the pool's global
+ *    queue and the caller blocks until a worker has run it (as NAME_sync()
+ *    does on such a thread); what the task spawns stays in that pool. A
+ *    worker of another pool is such a thread too: it blocks likewise, and
+ *    its own pool runs without it meanwhile. From a worker of \p pool (or with \p pool NULL, from
+ *    any worker) it is a spawn and its sync: NAME runs right there, as
+ *    after NAME_sync(), unless a thief took it first. \p pool NULL from
+ *    another thread is the default pool (\ref nullpool). When the pool
+ *    refuses the task (the errors of NAME_run_rc), NAME does not run and
+ *    NAME_run returns RTYPE's zero (the value of a static RTYPE object: 0,
+ *    NULL, a struct of zeros); NAME_run_rc tells the two apart. For void
+ *    tasks `void NAME_run(pool_t *pool, T1 a1, ...)`.
+ *  - `int NAME_run_rc(pool_t *pool, RTYPE *out, T1 a1, ...)`: the same,
+ *    returning 0 with the result in `*out`, or the error of the spawn
+ *    (NAME_spawn_in(), pool_spawn()) with `*out` untouched and NAME not
+ *    run: EINVAL when there is no pool; with \p pool NULL outside every
+ *    pool, the default pool's creation error (EAGAIN, ENOMEM); ESHUTDOWN
+ *    when pool_destroy() of \p pool began (the handle stays safe to pass
+ *    until a later pool_create(), \ref faults); EOWNERDEAD for a pool of the
+ *    parent process in a child of fork(). It never aborts, exits or
+ *    blocks on a refused pool. For void tasks `int NAME_run_rc(pool_t *pool,
+ *    T1 a1, ...)`.
  *  - `void NAME__run(void *frame)`: what the runtime calls when it runs the
  *    frame itself (stolen, or run out of order). Private.
  *
@@ -65,14 +92,29 @@
  * reject it with -Werror or -pedantic-errors. Arithmetic arguments convert
  * implicitly, as in any call: -Wconversion reports the narrowing ones.
  * The identifiers NAME_frame, NAME_spawn, NAME_spawn_in, NAME_sync,
- * NAME_sync_rc and NAME__run are taken. docs/typed.md shows what the
- * macros expand to.
+ * NAME_sync_rc, NAME_run, NAME_run_rc and NAME__run are taken.
+ * docs/typed.md shows what the macros expand to.
+ *
+ * A computation started from main() with NAME_run:
+ * \code
+ *   int main(void) {
+ *     pool_t *pool;
+ *     long r;
+ *     if (pool_create(&pool, NULL) != 0) return 1;
+ *     r = fib_run(pool, 30);                  // 832040, computed by the pool
+ *     if (fib_run_rc(pool, &r, 31) != 0)      // 0, r = 1346269
+ *       return 1;                             // (ESHUTDOWN once destroy began)
+ *     pool_destroy(pool);
+ *     printf("%ld\n", fib_run(NULL, 32));     // on the default pool
+ *     return 0;
+ *   }
+ * \endcode
  *  @{ */
 
-/** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..6 (see \ref typed). */
+/** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..14 (see \ref typed). */
 #define POOL_TASK(RTYPE, NAME, ...)                                                             \
   POOL__CAT(POOL_TASK_, POOL__NARG(__VA_ARGS__))(RTYPE, NAME, __VA_ARGS__)
-/** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..6. */
+/** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..14. */
 #define POOL_VOID_TASK(NAME, ...)                                                               \
   POOL__CAT(POOL_VOID_TASK_, POOL__NARG(__VA_ARGS__))(NAME, __VA_ARGS__)
 
@@ -98,6 +140,46 @@
 /** POOL_TASK() of six arguments. */
 #define POOL_TASK_6(RTYPE, NAME, T1, T2, T3, T4, T5, T6)                                        \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
+/** POOL_TASK() of 7 arguments. */
+#define POOL_TASK_7(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7)                                    \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY7(T1, T2, T3, T4, T5, T6, T7)))
+/** POOL_TASK() of 8 arguments. */
+#define POOL_TASK_8(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8)                                \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY8(T1, T2, T3, T4, T5, T6, T7, T8)))
+/** POOL_TASK() of 9 arguments. */
+#define POOL_TASK_9(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9)                            \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY9(T1, T2, T3, T4, T5, T6, T7, T8, T9)))
+/** POOL_TASK() of 10 arguments. */
+#define POOL_TASK_10(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)                      \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY10(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)))
+/** POOL_TASK() of 11 arguments. */
+#define POOL_TASK_11(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)                 \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY11(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)))
+/** POOL_TASK() of 12 arguments. */
+#define POOL_TASK_12(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)            \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY12(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)))
+/** POOL_TASK() of 13 arguments. */
+#define POOL_TASK_13(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)       \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY13(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)))
+/** POOL_TASK() of 14 arguments. */
+#define POOL_TASK_14(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)  \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY14(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)))
 
 /** Declare a task of `void NAME(void)`. */
 #define POOL_VOID_TASK_0(NAME) POOL__VOID_TASK(NAME, (char wsp_none;), (), (), ())
@@ -117,6 +199,38 @@
 /** POOL_VOID_TASK() of six arguments. */
 #define POOL_VOID_TASK_6(NAME, T1, T2, T3, T4, T5, T6)                                          \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
+/** POOL_VOID_TASK() of 7 arguments. */
+#define POOL_VOID_TASK_7(NAME, T1, T2, T3, T4, T5, T6, T7)                                      \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY7(T1, T2, T3, T4, T5, T6, T7)))
+/** POOL_VOID_TASK() of 8 arguments. */
+#define POOL_VOID_TASK_8(NAME, T1, T2, T3, T4, T5, T6, T7, T8)                                  \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY8(T1, T2, T3, T4, T5, T6, T7, T8)))
+/** POOL_VOID_TASK() of 9 arguments. */
+#define POOL_VOID_TASK_9(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9)                              \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY9(T1, T2, T3, T4, T5, T6, T7, T8, T9)))
+/** POOL_VOID_TASK() of 10 arguments. */
+#define POOL_VOID_TASK_10(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)                        \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY10(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)))
+/** POOL_VOID_TASK() of 11 arguments. */
+#define POOL_VOID_TASK_11(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)                   \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY11(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)))
+/** POOL_VOID_TASK() of 12 arguments. */
+#define POOL_VOID_TASK_12(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)              \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY12(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)))
+/** POOL_VOID_TASK() of 13 arguments. */
+#define POOL_VOID_TASK_13(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)         \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY13(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)))
+/** POOL_VOID_TASK() of 14 arguments. */
+#define POOL_VOID_TASK_14(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)    \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY14(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)))
 /** @} */
 
 /** \cond WSPOOL_TYPED_IMPL */
@@ -141,9 +255,10 @@
 #endif
 /* m applied to a parenthesised list whose macros expand first. */
 #define POOL__APPLY(m, args) m args
-/* How many arguments, 1..6. */
-#define POOL__NARG(...) POOL__NARG_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
-#define POOL__NARG_(_1, _2, _3, _4, _5, _6, N, ...) N
+/* How many arguments, 1..14. */
+#define POOL__NARG(...) \
+  POOL__NARG_(__VA_ARGS__, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define POOL__NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, N, ...) N
 
 /* For k arguments, four parenthesised lists:
  *   (fields)  T1 a1; T2 a2;                 members of the frame's args
@@ -175,6 +290,74 @@
       (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6),         \
       (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6)),                      \
       (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6))
+#define POOL__ARITY7(T1, T2, T3, T4, T5, T6, T7)                                                \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7;),                                           \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7),                                                                             \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)),           \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7))
+#define POOL__ARITY8(T1, T2, T3, T4, T5, T6, T7, T8)                                            \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8;),                                    \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8),                                                                \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8)),                                                                              \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8))
+#define POOL__ARITY9(T1, T2, T3, T4, T5, T6, T7, T8, T9)                                        \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9;),                             \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9),                                                   \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9)),                                                                   \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9))
+#define POOL__ARITY10(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)                                  \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10;),                    \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10),                                    \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10)),                                                       \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10))
+#define POOL__ARITY11(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)                             \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;),           \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11),                     \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11)),                                           \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11))
+#define POOL__ARITY12(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)                        \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;             \
+      T12 a12;),                                                                                \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11, T12 pool__a12),      \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11) POOL__S(12)),                               \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11), POOL__F(12))
+#define POOL__ARITY13(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)                   \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;             \
+      T12 a12; T13 a13;),                                                                       \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11, T12 pool__a12,       \
+      T13 pool__a13),                                                                           \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11) POOL__S(12) POOL__S(13)),                   \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11), POOL__F(12), POOL__F(13))
+#define POOL__ARITY14(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)              \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;             \
+      T12 a12; T13 a13; T14 a14;),                                                              \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11, T12 pool__a12,       \
+      T13 pool__a13, T14 pool__a14),                                                            \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11) POOL__S(12) POOL__S(13) POOL__S(14)),       \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11), POOL__F(12), POOL__F(13),               \
+      POOL__F(14))
 
 /* What every task has: the frame type, spawn and spawn_in. PAYLOAD is the
  * frame's union (the arguments, and for a value task the result). */
@@ -214,6 +397,24 @@
     if (pool__rc == 0) *pool__out = pool__f->u.r;                                               \
     return pool__rc;                                                                            \
   }                                                                                             \
+  POOL__TASKFN int NAME##_run_rc(pool_t *pool__pool,                                            \
+                                 RTYPE *pool__out POOL__UNPAREN PARAMS) {                       \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    int pool__rc;                                                                               \
+    POOL__UNPAREN STORES                                                                        \
+    pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
+    if (pool__rc != 0) return pool__rc;                                                         \
+    return NAME##_sync_rc(pool__f, pool__out);                                                  \
+  }                                                                                             \
+  POOL__TASKFN RTYPE NAME##_run(pool_t *pool__pool POOL__UNPAREN PARAMS) {                      \
+    static RTYPE pool__zero; /* never written: RTYPE's zero value */                            \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    POOL__UNPAREN STORES                                                                        \
+    if (pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f) != 0) return pool__zero;   \
+    return NAME##_sync(pool__f);                                                                \
+  }                                                                                             \
   struct NAME##_frame
 
 #define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                     \
@@ -231,6 +432,21 @@
     if (pool__rc != POOL_TAKEN) return pool__rc;                                                \
     NAME(POOL__UNPAREN CALL);                                                                   \
     return 0;                                                                                   \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_run_rc(pool_t *pool__pool POOL__UNPAREN PARAMS) {                     \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    int pool__rc;                                                                               \
+    POOL__UNPAREN STORES                                                                        \
+    pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
+    if (pool__rc != 0) return pool__rc;                                                         \
+    return NAME##_sync_rc(pool__f);                                                             \
+  }                                                                                             \
+  POOL__TASKFN void NAME##_run(pool_t *pool__pool POOL__UNPAREN PARAMS) {                       \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    POOL__UNPAREN STORES                                                                        \
+    if (pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f) == 0) NAME##_sync(pool__f); \
   }                                                                                             \
   struct NAME##_frame
 /** \endcond */

@@ -131,7 +131,17 @@
  * every frame out of the inline fast paths to see them all), and asserts
  * the runtime's own invariants: it prints a report naming the misuse and
  * the call stack to stderr and calls abort(). That build is the one
- * exception to "never calls abort()"; it is meant for testing.
+ * exception to "never calls abort()"; it is meant for testing. It also
+ * notes, on stderr and without stopping, a pool_sync() or pool_take() (a
+ * typed task's sync included) whose frame was not the newest pending spawn
+ * of its thread: newer frames run first and the sync leaves the inline
+ * fast path, which is allowed but slower in recursive code. Each note
+ * names the call site (the caller's function and offset, for addr2line)
+ * and the two frames above it, once per site, for the first 10 sites of
+ * the process; then one line says further sites are not reported. With
+ * the inline paths (optimised callers) the site is the sync's own call;
+ * without them a typed task's sync is a function of its own, and the
+ * frame above it names the caller. Other builds keep no such check.
  *
  * \section idlepoll Idle workers and the program's other threads
  * A worker that runs out of work looks again, yielding its CPU between

@@ -8,6 +8,8 @@
 #ifndef WSPOOL_TYPED_H
 #define WSPOOL_TYPED_H
 
+#include <errno.h>
+
 #include "wspool.h"
 
 /** \addtogroup typed
@@ -81,6 +83,20 @@
  *    parent process in a child of fork(). It never aborts, exits or
  *    blocks on a refused pool. For void tasks `int NAME_run_rc(pool_t *pool,
  *    T1 a1, ...)`.
+ *  - `int NAME_push(pool_t *pool, T1 a1, ...)`: NAME_spawn_in() into a
+ *    frame on the calling thread's frame stack (pool_frame_push()), for a
+ *    loop that spawns as many children as it finds, with no array of
+ *    frames on its C stack. Returns 0; the spawn's error or ENOMEM (the
+ *    frame stack could not grow), with nothing spawned and nothing left
+ *    on the stack. Each successful push is matched by one pop on the same
+ *    thread, newest first, before the task that pushed returns.
+ *  - `RTYPE NAME_pop(void)`: the result of the thread's newest push, synced
+ *    as NAME_sync() does, its frame then given back. When the thread has
+ *    no pushed frame, or its newest is another task's, nothing is popped
+ *    and RTYPE's zero is returned. `int NAME_pop_rc(RTYPE *out)`: the
+ *    same, 0 with the result in `*out`, or EINVAL in those two cases
+ *    (`*out` untouched). For void tasks `void NAME_pop(void)` and
+ *    `int NAME_pop_rc(void)`.
  *  - `void NAME__run(void *frame)`: what the runtime calls when it runs the
  *    frame itself (stolen, or run out of order). Private.
  *
@@ -92,8 +108,31 @@
  * reject it with -Werror or -pedantic-errors. Arithmetic arguments convert
  * implicitly, as in any call: -Wconversion reports the narrowing ones.
  * The identifiers NAME_frame, NAME_spawn, NAME_spawn_in, NAME_sync,
- * NAME_sync_rc, NAME_run, NAME_run_rc and NAME__run are taken.
- * docs/typed.md shows what the macros expand to.
+ * NAME_sync_rc, NAME_run, NAME_run_rc, NAME_push, NAME_pop, NAME_pop_rc
+ * and NAME__run are taken. docs/typed.md shows what the macros expand to.
+ *
+ * Children counted as they are found, with NAME_push and NAME_pop
+ * (n-queens, one task per placement; the board in bit masks):
+ * \code
+ *   static long queens(int n, int row, uint32_t cols, uint32_t d1, uint32_t d2);
+ *   POOL_TASK(long, queens, int, int, uint32_t, uint32_t, uint32_t);
+ *
+ *   static long queens(int n, int row, uint32_t cols, uint32_t d1, uint32_t d2) {
+ *     int k = 0;
+ *     long total = 0;
+ *     if (row == n) return 1;
+ *     for (int c = 0; c < n; c++) {
+ *       uint32_t col = 1u << c, up = 1u << (row + c), down = 1u << (row - c + n - 1);
+ *       if ((cols & col) || (d1 & up) || (d2 & down)) continue;
+ *       if (queens_push(NULL, n, row + 1, cols | col, d1 | up, d2 | down) != 0)
+ *         total += queens(n, row + 1, cols | col, d1 | up, d2 | down);  // ENOMEM
+ *       else
+ *         k++;
+ *     }
+ *     while (k-- > 0) total += queens_pop();   // newest first
+ *     return total;
+ *   }
+ * \endcode
  *
  * A computation started from main() with NAME_run:
  * \code
@@ -246,6 +285,17 @@
 #define POOL__MAYBE_UNUSED
 #endif
 #define POOL__TASKFN static inline POOL__MAYBE_UNUSED
+/* A frame type's alignment, for pool_frame_push() (1, no check, where the
+ * language has no way to ask). */
+#if defined(__cplusplus)
+#define POOL__ALIGNOF(T) alignof(T)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define POOL__ALIGNOF(T) _Alignof(T)
+#elif defined(__GNUC__)
+#define POOL__ALIGNOF(T) __alignof__(T)
+#else
+#define POOL__ALIGNOF(T) 1
+#endif
 /* The frame behind NAME__run's argument (C++ needs the cast, and warns
  * about old-style ones with -Wold-style-cast). */
 #ifdef __cplusplus
@@ -375,6 +425,17 @@
   POOL__TASKFN int NAME##_spawn(NAME##_frame *pool__f POOL__UNPAREN PARAMS) {                   \
     POOL__UNPAREN STORES                                                                        \
     return pool_spawn(NULL, &pool__f->task, NAME##__run, pool__f);                              \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_push(pool_t *pool__pool POOL__UNPAREN PARAMS) {                       \
+    void *pool__p;                                                                              \
+    NAME##_frame *pool__f;                                                                      \
+    int pool__rc = pool_frame_push(sizeof(NAME##_frame), POOL__ALIGNOF(NAME##_frame), &pool__p); \
+    if (pool__rc != 0) return pool__rc;                                                         \
+    pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                                            \
+    POOL__UNPAREN STORES                                                                        \
+    pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
+    if (pool__rc != 0) (void)pool_frame_pop(pool__p);                                           \
+    return pool__rc;                                                                            \
   }
 
 #define POOL__TASK(RTYPE, NAME, FIELDS, PARAMS, STORES, CALL)                                   \
@@ -415,6 +476,23 @@
     if (pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f) != 0) return pool__zero;   \
     return NAME##_sync(pool__f);                                                                \
   }                                                                                             \
+  POOL__TASKFN RTYPE NAME##_pop(void) {                                                         \
+    static RTYPE pool__zero; /* never written: RTYPE's zero value */                            \
+    RTYPE pool__r;                                                                              \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return pool__zero;               \
+    pool__r = NAME##_sync(pool__f);                                                             \
+    (void)pool_frame_pop(pool__f);                                                              \
+    return pool__r;                                                                             \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_pop_rc(RTYPE *pool__out) {                                            \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    int pool__rc;                                                                               \
+    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return EINVAL;                   \
+    pool__rc = NAME##_sync_rc(pool__f, pool__out);                                              \
+    (void)pool_frame_pop(pool__f);                                                              \
+    return pool__rc;                                                                            \
+  }                                                                                             \
   struct NAME##_frame
 
 #define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                     \
@@ -448,6 +526,15 @@
     POOL__UNPAREN STORES                                                                        \
     if (pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f) == 0) NAME##_sync(pool__f); \
   }                                                                                             \
+  POOL__TASKFN int NAME##_pop_rc(void) {                                                        \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    int pool__rc;                                                                               \
+    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return EINVAL;                   \
+    pool__rc = NAME##_sync_rc(pool__f);                                                         \
+    (void)pool_frame_pop(pool__f);                                                              \
+    return pool__rc;                                                                            \
+  }                                                                                             \
+  POOL__TASKFN void NAME##_pop(void) { (void)NAME##_pop_rc(); }                                 \
   struct NAME##_frame
 /** \endcond */
 

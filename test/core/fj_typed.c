@@ -21,12 +21,19 @@
  *    exact result), with NULL (the default pool), from a worker of the
  *    pool (on a pool of one worker, on the calling thread) and from a
  *    worker of another pool; into a pool being destroyed: ESHUTDOWN, the
- *    output untouched, nothing run, and NAME_run's result the type's zero.
+ *    output untouched, nothing run, and NAME_run's result the type's zero;
+ *  - NAME_push and NAME_pop: n-queens with every child's frame on the
+ *    thread's frame stack (n = 1..10 on pools of 1 to 8 workers, and
+ *    n = 11 with the first row pushed from outside): the published
+ *    counts; pool_frame_push/top/pop themselves (3000 frames of mixed
+ *    sizes, more than a chunk, and one bigger than a chunk, each intact
+ *    until popped; the errors); typed pops with nothing pushed or another
+ *    task's frame on top are EINVAL and pop nothing.
  * Built twice: with the header's inline paths and with POOL_NO_INLINE.
  * Cases (each on pools of 1 to 8 workers, made from a zeroed
  * configuration): fib, sum, arities, sync_orders, misuse, stolen (2 or
- * more workers), outside, run_outside, run_worker; and default_pool,
- * run_shutdown (a pool of 2). */
+ * more workers), outside, run_outside, run_worker, push_pop; and
+ * default_pool, run_shutdown (a pool of 2). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -371,6 +378,100 @@ static void run_from_worker(pool_t *other) {
   if (other) run_from_outside(other);
 }
 
+/* ---- NAME_push / NAME_pop: as many children as a loop finds ------------- */
+
+/* n-queens, one task per placement, the board as bit masks (columns and
+ * both diagonals): each child's frame on the thread's frame stack, popped
+ * newest first. */
+static long queens(int n, int row, uint32_t cols, uint32_t d1, uint32_t d2);
+POOL_TASK(long, queens, int, int, uint32_t, uint32_t, uint32_t);
+
+static long queens(int n, int row, uint32_t cols, uint32_t d1, uint32_t d2) {
+  if (row == n) return 1;
+  int k = 0;
+  for (int c = 0; c < n; c++) {
+    uint32_t col = 1u << c, up = 1u << (row + c), down = 1u << (row - c + n - 1);
+    if ((cols & col) || (d1 & up) || (d2 & down)) continue;
+    CHECK_OK(queens_push(NULL, n, row + 1, cols | col, d1 | up, d2 | down));
+    k++;
+  }
+  long total = 0;
+  while (k-- > 0) {
+    if (k % 2) {
+      total += queens_pop();
+    } else {
+      long r = -1;
+      CHECK_OK(queens_pop_rc(&r));
+      total += r;
+    }
+  }
+  return total;
+}
+
+/* Solutions for n = 0..11 (OEIS A000170). */
+static const long queens_count[] = {1, 1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680};
+
+/* Frames of every size class, more than a chunk holds, each written
+ * whole and checked after the pushes above it; a frame bigger than a
+ * chunk; the errors. */
+static void frame_stack(void) {
+  enum { NF = 3000 };
+  static unsigned char *frames[NF];
+  static size_t sizes[NF];
+  CHECK(pool_frame_top() == NULL);
+  for (size_t i = 0; i < NF; i++) {
+    void *m = NULL;
+    sizes[i] = i == NF / 2 ? 100000 : 1 + (i * 37) % 200;
+    size_t align = (size_t)1 << (i % 5);
+    CHECK_OK(pool_frame_push(sizes[i], align, &m));
+    CHECK(((uintptr_t)m & 15u) == 0);
+    CHECK(pool_frame_top() == m);
+    frames[i] = m;
+    memset(frames[i], (int)(i & 0xff), sizes[i]);
+  }
+  for (size_t i = NF; i-- > 0;) {
+    CHECK(pool_frame_top() == frames[i]);
+    for (size_t b = 0; b < sizes[i]; b++) CHECK_EQ(frames[i][b], i & 0xff);
+    if (i > 0) CHECK_EQ(pool_frame_pop(frames[i - 1]), EINVAL); /* not the newest */
+    CHECK_OK(pool_frame_pop(frames[i]));
+  }
+  CHECK(pool_frame_top() == NULL);
+  void *m = &m;
+  CHECK_EQ(pool_frame_push(0, 8, &m), EINVAL);
+  CHECK_EQ(pool_frame_push(8, 32, &m), EINVAL);
+  CHECK_EQ(pool_frame_push(8, 3, &m), EINVAL);
+  CHECK_EQ(pool_frame_push(8, 8, NULL), EINVAL);
+  CHECK(m == &m);
+  CHECK_EQ(pool_frame_pop(NULL), EINVAL);
+  CHECK_EQ(pool_frame_pop(&m), EINVAL);
+}
+
+/* The typed pops' checks: nothing pushed, or the newest frame another
+ * task's, is EINVAL (and the zero value) and pops nothing. */
+static void push_misuse(void) {
+  long r = -5;
+  CHECK_EQ(queens_pop_rc(&r), EINVAL);
+  CHECK_EQ(r, -5);
+  CHECK_EQ(queens_pop(), 0);
+  CHECK_EQ(v0_pop_rc(), EINVAL);
+  long hits = atomic_load(&void_hits);
+  CHECK_OK(v0_push(NULL));
+  CHECK_EQ(queens_pop_rc(&r), EINVAL); /* the newest is v0's */
+  CHECK_EQ(r, -5);
+  CHECK_EQ(fib_pop(), 0);
+  void *top = pool_frame_top();
+  CHECK(top != NULL);
+  CHECK_OK(v0_pop_rc());
+  CHECK_EQ(atomic_load(&void_hits), hits + 1);
+  CHECK(pool_frame_top() == NULL);
+  CHECK_OK(v1_push(NULL, &r));
+  CHECK_OK(ar14_push(NULL, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 7.5));
+  CHECK(ar14_pop() == ar14(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 7.5));
+  v1_pop();
+  CHECK_EQ(r, 7);
+  CHECK(pool_frame_top() == NULL);
+}
+
 /* ---- the tests, run inside a pool --------------------------------------- */
 
 typedef struct job {
@@ -410,6 +511,12 @@ static void run_job(void *p) {
     break;
   case 6:
     run_from_worker(run_other);
+    break;
+  case 7:
+    for (int n = 1; n <= 10; n++) CHECK_EQ(queens(n, 0, 0, 0, 0), queens_count[n]);
+    CHECK(pool_frame_top() == NULL);
+    frame_stack();
+    push_misuse();
     break;
   }
 }
@@ -512,6 +619,26 @@ static void case_outside(void) {
 
 static void case_default_pool(void) { outside_thread(NULL); }
 
+/* NAME_push and NAME_pop on pools of 1 to 8 workers: n-queens for n = 1
+ * to 10, the frame stack itself, misuse. From outside too: the first
+ * row's children pushed by the main thread into the pool, the main
+ * thread's own frame stack holding them. */
+static void case_push_pop(void) {
+  each_pool(7, 1);
+  for (unsigned nw = 1; nw <= 8; nw += 7) {
+    pool_t *p = zeroed_config_pool(nw);
+    int n = 11;
+    for (int c = 0; c < n; c++)
+      CHECK_OK(queens_push(p, n, 1, 1u << c, 1u << c, 1u << (n - 1 - c)));
+    long total = 0;
+    for (int c = 0; c < n; c++) total += queens_pop();
+    CHECK_EQ(total, queens_count[n]);
+    CHECK(pool_frame_top() == NULL);
+    pool_destroy(p);
+  }
+  frame_stack();
+}
+
 static void *run_thread(void *p) {
   run_from_outside(p);
   return NULL;
@@ -602,4 +729,5 @@ static void case_run_shutdown(void) {
 
 TEST_MAIN(240, TEST_CASE(fib), TEST_CASE(sum), TEST_CASE(arities), TEST_CASE(sync_orders),
           TEST_CASE(misuse), TEST_CASE(stolen), TEST_CASE(outside), TEST_CASE(default_pool),
-          TEST_CASE(run_outside), TEST_CASE(run_worker), TEST_CASE(run_shutdown))
+          TEST_CASE(run_outside), TEST_CASE(run_worker), TEST_CASE(run_shutdown),
+          TEST_CASE(push_pop))

@@ -54,6 +54,14 @@ static int wide_all(void) {
   if (rc == 0) rc = vwide_run_rc(NULL, &v, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
   if (rc == 0) vwide_run(NULL, &v, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
   if (rc == 0) rc = zero_run(NULL) + tfib_run(NULL, 10) == 55 ? 0 : 1;
+  if (rc == 0) rc = wide_push(NULL, 1, 2, 3, 4, 5u, 6.0f, 7.0, &one, 9, 10, 11ul, 12, 13, 14);
+  if (rc == 0) rc = vwide_push(NULL, &v, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+  if (rc == 0) rc = zero_push(NULL);
+  if (rc == 0) rc = zero_pop_rc(&one);
+  if (rc == 0) vwide_pop();
+  if (rc == 0) rc = vwide_push(NULL, &v, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+  if (rc == 0) rc = vwide_pop_rc();
+  if (rc == 0 && wide_pop() != 98) rc = 1;
   return rc;
 }
 

@@ -45,6 +45,12 @@ int main() {
     return 1;
   vwide_run(nullptr, &vr, 3);
   if (vwide_run_rc(nullptr, &vr, 4) != 0 || vr != 4) return 1;
+  if (wide_push(nullptr, 1, 2, 3, 4u, 5.0, "\x06", 7.0f, 8, 9, 10, 11, 12) != 0 ||
+      vwide_push(nullptr, &vr, 5) != 0)
+    return 1;
+  vwide_pop();
+  if (wide_pop() != 78 || vwide_push(nullptr, &vr, 6) != 0 || vwide_pop_rc() != 0 || vr != 6)
+    return 1;
   pool_worker_stats_t st;
   (void)pool_worker_stats(nullptr, 0, &st);
   return ok && s == 55 && sum == 4950 && !wspool::is_cancelled() ? 0 : 1;

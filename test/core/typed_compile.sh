@@ -10,7 +10,8 @@
 #    struct where an int is expected, too many or too few arguments, a
 #    wrong result type at the sync; a narrowing arithmetic argument is
 #    reported by -Wconversion; the same for NAME_run and NAME_run_rc (the
-#    pool first, the result pointer of the right type);
+#    pool first, the result pointer of the right type), NAME_push and
+#    NAME_pop_rc;
 #  - a task of 14 arguments compiles, one of 15 does not.
 # The clean program is also compiled with clang and clang++ when installed.
 #   typed_compile.sh INCLUDE_DIR "CC COMMAND" ["CXX COMMAND"]
@@ -45,6 +46,11 @@ good='long use(long *p) {
   h_run(NULL, q);
   if (h_run_rc(NULL, q) != 0 || k_run_rc(NULL, &kd) != 0 || g_run_rc(NULL, &r, p, 2) != 0)
     return 0;
+  if (g_push(NULL, p, 4) != 0 || h_push(NULL, q) != 0 || k_push(NULL) != 0) return 0;
+  if (k_pop_rc(&kd) != 0 || h_pop_rc() != 0) return 0;
+  h_push(NULL, q);
+  h_pop();
+  r += g_pop();
   return g_sync(&f) + g_run(NULL, p, 1) + r + (k_run(NULL) > kd);
 }'
 
@@ -116,6 +122,12 @@ long use(long *p) { int x = 0; (void)p; return g_run(NULL, &x, 3); }
 B
 check run_result_pointer FAIL g_run_rc c "${c11[@]}" -pedantic-errors <<'B'
 long use(long *p) { int r = 0; (void)g_run_rc(NULL, &r, p, 3); return r; }
+B
+check push_pointer FAIL g_push c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { int x = 0; (void)p; g_push(NULL, &x, 3); return g_pop(); }
+B
+check pop_result_pointer FAIL g_pop_rc c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { int r = 0; g_push(NULL, p, 3); (void)g_pop_rc(&r); return r; }
 B
 check run_too_few FAIL g_run c "${c11[@]}" <<'B'
 long use(long *p) { return g_run(NULL, p); }

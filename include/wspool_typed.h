@@ -65,10 +65,11 @@
  *    queue and the caller blocks until a worker has run it (as NAME_sync()
  *    does on such a thread); what the task spawns stays in that pool. A
  *    worker of another pool is such a thread too: it blocks likewise, and
- *    its own pool runs without it meanwhile. From a worker of \p pool (or with \p pool NULL, from
- *    any worker) it is a spawn and its sync: NAME runs right there, as
- *    after NAME_sync(), unless a thief took it first. \p pool NULL from
- *    another thread is the default pool (\ref nullpool). When the pool
+ *    its own pool runs without it meanwhile. From a worker of \p pool (or
+ *    with \p pool NULL, from any worker) it is a spawn and its sync: NAME
+ *    runs right there, as after NAME_sync(), unless a thief took it
+ *    first. \p pool NULL from another thread is the default pool
+ *    (\ref nullpool). When the pool
  *    refuses the task (the errors of NAME_run_rc), NAME does not run and
  *    NAME_run returns RTYPE's zero (the value of a static RTYPE object: 0,
  *    NULL, a struct of zeros); NAME_run_rc tells the two apart. For void
@@ -80,9 +81,9 @@
  *    pool, the default pool's creation error (EAGAIN, ENOMEM); ESHUTDOWN
  *    when pool_destroy() of \p pool began (the handle stays safe to pass
  *    until a later pool_create(), \ref faults); EOWNERDEAD for a pool of the
- *    parent process in a child of fork(). It never aborts, exits or
- *    blocks on a refused pool. For void tasks `int NAME_run_rc(pool_t *pool,
- *    T1 a1, ...)`.
+ *    parent process in a child of fork(). Neither NAME_run nor
+ *    NAME_run_rc aborts or exits. For void tasks `int NAME_run_rc(pool_t
+ *    *pool, T1 a1, ...)`.
  *  - `int NAME_push(pool_t *pool, T1 a1, ...)`: NAME_spawn_in() into a
  *    frame on the calling thread's frame stack (pool_frame_push()), for a
  *    loop that spawns as many children as it finds, with no array of

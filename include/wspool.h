@@ -131,7 +131,17 @@
  * every frame out of the inline fast paths to see them all), and asserts
  * the runtime's own invariants: it prints a report naming the misuse and
  * the call stack to stderr and calls abort(). That build is the one
- * exception to "never calls abort()"; it is meant for testing.
+ * exception to "never calls abort()"; it is meant for testing. It also
+ * notes, on stderr and without stopping, a pool_sync() or pool_take() (a
+ * typed task's sync included) whose frame was not the newest pending spawn
+ * of its thread: newer frames run first and the sync leaves the inline
+ * fast path, which is allowed but slower in recursive code. Each note
+ * names the call site (the caller's function and offset, for addr2line)
+ * and the two frames above it, once per site, for the first 10 sites of
+ * the process; then one line says further sites are not reported. With
+ * the inline paths (optimised callers) the site is the sync's own call;
+ * without them a typed task's sync is a function of its own, and the
+ * frame above it names the caller. Other builds keep no such check.
  *
  * \section idlepoll Idle workers and the program's other threads
  * A worker that runs out of work looks again, yielding its CPU between
@@ -742,6 +752,47 @@ POOL_API int pool_sync(pool_task_t *task);
  *         \p task or a frame that was not spawned.
  */
 POOL_API int pool_take(pool_task_t *task);
+
+/**
+ * \brief Storage for a frame on the calling thread's frame stack.
+ *
+ * For code that spawns as many children as it finds (a loop over
+ * candidates) without an array of frames on its C stack: typed tasks'
+ * NAME_push() and NAME_pop() (\ref typed) keep their frames here, and
+ * pool_spawn() frames may live here too. Each thread has a stack of its
+ * own, in chunks that never move while they hold frames (a pending
+ * frame's address sits in the deques), taken with malloc and given back
+ * once empty (one kept) and at the thread's exit. Frames are popped in the
+ * reverse order of their pushes, by the thread that pushed them and before
+ * the task that pushed them returns; what a task pushes in between is its
+ * own business as long as it pops it all.
+ * \code
+ *   void *mem;
+ *   if (pool_frame_push(sizeof(pool_task_t), _Alignof(pool_task_t), &mem) == 0) {
+ *     pool_task_t *t = mem;
+ *     if (pool_spawn(NULL, t, fn, arg) == 0) pool_sync(t);
+ *     pool_frame_pop(mem);
+ *   }
+ * \endcode
+ * \param size the frame's size in bytes.
+ * \param align its alignment: a power of two, at most 16.
+ * \param out receives the frame's address, aligned to 16 bytes (untouched
+ *        on failure).
+ * \return 0; EINVAL for a NULL \p out, a size of 0 or an alignment that is
+ *         not a power of two of at most 16; ENOMEM.
+ */
+POOL_API int pool_frame_push(size_t size, size_t align, void **out);
+
+/** \brief The calling thread's newest frame of pool_frame_push(), or NULL
+ *  when it has none. */
+POOL_API void *pool_frame_top(void);
+
+/**
+ * \brief Give back the calling thread's newest frame of pool_frame_push().
+ * \param frame that frame, after its sync.
+ * \return 0; EINVAL (nothing changes) when \p frame is not the newest.
+ */
+POOL_API int pool_frame_pop(void *frame);
 
 /**
  * \brief Run `a(a_arg)` and `b(b_arg)`, possibly in parallel; return when

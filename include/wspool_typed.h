@@ -8,6 +8,8 @@
 #ifndef WSPOOL_TYPED_H
 #define WSPOOL_TYPED_H
 
+#include <errno.h>
+
 #include "wspool.h"
 
 /** \addtogroup typed
@@ -25,12 +27,13 @@
  *     return fib_sync(&f) + y;          // its result, by value
  *   }
  * \endcode
- * `POOL_TASK(RTYPE, NAME, T1, ..., Tk)` (k = 1..6) declares a task of a
+ * `POOL_TASK(RTYPE, NAME, T1, ..., Tk)` (k = 1..14) declares a task of a
  * function `RTYPE NAME(T1, ..., Tk)` that must be declared before the macro
  * (defined anywhere, static or not); `POOL_TASK_0(RTYPE, NAME)` one of no
  * arguments; `POOL_VOID_TASK(NAME, T1, ..., Tk)` and
  * `POOL_VOID_TASK_0(NAME)` tasks of functions returning void. End each with
- * a semicolon, at file scope. Argument and result types must be complete
+ * a semicolon, at file scope (more than 14 arguments do not compile: pass a
+ * struct). Argument and result types must be complete
  * object types that can be assigned (no arrays: pass a pointer or a struct;
  * in C++, trivially copyable types, since they share a union in the frame).
  * The macro generates, for a task NAME:
@@ -54,6 +57,47 @@
  *  - `int NAME_sync_rc(NAME_frame *f, RTYPE *out)`: the same, returning 0
  *    with the result in `*out`, or EINVAL on misuse (`*out` untouched). For
  *    void tasks `int NAME_sync_rc(NAME_frame *f)`.
+ *  - `RTYPE NAME_run(pool_t *pool, T1 a1, ...)`: runs `NAME(a1, ...)` on
+ *    \p pool and returns its result, in one call: what NAME_spawn_in() and
+ *    NAME_sync() of a frame of its own do, for starting a computation from
+ *    outside the pool. From a thread that is not a worker of \p pool (the
+ *    main thread, any other thread) the task goes to the pool's global
+ *    queue and the caller blocks until a worker has run it (as NAME_sync()
+ *    does on such a thread); what the task spawns stays in that pool. A
+ *    worker of another pool is such a thread too: it blocks likewise, and
+ *    its own pool runs without it meanwhile. From a worker of \p pool (or
+ *    with \p pool NULL, from any worker) it is a spawn and its sync: NAME
+ *    runs right there, as after NAME_sync(), unless a thief took it
+ *    first. \p pool NULL from another thread is the default pool
+ *    (\ref nullpool). When the pool
+ *    refuses the task (the errors of NAME_run_rc), NAME does not run and
+ *    NAME_run returns RTYPE's zero (the value of a static RTYPE object: 0,
+ *    NULL, a struct of zeros); NAME_run_rc tells the two apart. For void
+ *    tasks `void NAME_run(pool_t *pool, T1 a1, ...)`.
+ *  - `int NAME_run_rc(pool_t *pool, RTYPE *out, T1 a1, ...)`: the same,
+ *    returning 0 with the result in `*out`, or the error of the spawn
+ *    (NAME_spawn_in(), pool_spawn()) with `*out` untouched and NAME not
+ *    run: EINVAL when there is no pool; with \p pool NULL outside every
+ *    pool, the default pool's creation error (EAGAIN, ENOMEM); ESHUTDOWN
+ *    when pool_destroy() of \p pool began (the handle stays safe to pass
+ *    until a later pool_create(), \ref faults); EOWNERDEAD for a pool of the
+ *    parent process in a child of fork(). Neither NAME_run nor
+ *    NAME_run_rc aborts or exits. For void tasks `int NAME_run_rc(pool_t
+ *    *pool, T1 a1, ...)`.
+ *  - `int NAME_push(pool_t *pool, T1 a1, ...)`: NAME_spawn_in() into a
+ *    frame on the calling thread's frame stack (pool_frame_push()), for a
+ *    loop that spawns as many children as it finds, with no array of
+ *    frames on its C stack. Returns 0; the spawn's error or ENOMEM (the
+ *    frame stack could not grow), with nothing spawned and nothing left
+ *    on the stack. Each successful push is matched by one pop on the same
+ *    thread, newest first, before the task that pushed returns.
+ *  - `RTYPE NAME_pop(void)`: the result of the thread's newest push, synced
+ *    as NAME_sync() does, its frame then given back. When the thread has
+ *    no pushed frame, or its newest is another task's, nothing is popped
+ *    and RTYPE's zero is returned. `int NAME_pop_rc(RTYPE *out)`: the
+ *    same, 0 with the result in `*out`, or EINVAL in those two cases
+ *    (`*out` untouched). For void tasks `void NAME_pop(void)` and
+ *    `int NAME_pop_rc(void)`.
  *  - `void NAME__run(void *frame)`: what the runtime calls when it runs the
  *    frame itself (stolen, or run out of order). Private.
  *
@@ -65,14 +109,52 @@
  * reject it with -Werror or -pedantic-errors. Arithmetic arguments convert
  * implicitly, as in any call: -Wconversion reports the narrowing ones.
  * The identifiers NAME_frame, NAME_spawn, NAME_spawn_in, NAME_sync,
- * NAME_sync_rc and NAME__run are taken. docs/typed.md shows what the
- * macros expand to.
+ * NAME_sync_rc, NAME_run, NAME_run_rc, NAME_push, NAME_pop, NAME_pop_rc
+ * and NAME__run are taken. docs/typed.md shows what the macros expand to.
+ *
+ * Children counted as they are found, with NAME_push and NAME_pop
+ * (n-queens, one task per placement; the board in bit masks):
+ * \code
+ *   static long queens(int n, int row, uint32_t cols, uint32_t d1, uint32_t d2);
+ *   POOL_TASK(long, queens, int, int, uint32_t, uint32_t, uint32_t);
+ *
+ *   static long queens(int n, int row, uint32_t cols, uint32_t d1, uint32_t d2) {
+ *     int k = 0;
+ *     long total = 0;
+ *     if (row == n) return 1;
+ *     for (int c = 0; c < n; c++) {
+ *       uint32_t col = 1u << c, up = 1u << (row + c), down = 1u << (row - c + n - 1);
+ *       if ((cols & col) || (d1 & up) || (d2 & down)) continue;
+ *       if (queens_push(NULL, n, row + 1, cols | col, d1 | up, d2 | down) != 0)
+ *         total += queens(n, row + 1, cols | col, d1 | up, d2 | down);  // ENOMEM
+ *       else
+ *         k++;
+ *     }
+ *     while (k-- > 0) total += queens_pop();   // newest first
+ *     return total;
+ *   }
+ * \endcode
+ *
+ * A computation started from main() with NAME_run:
+ * \code
+ *   int main(void) {
+ *     pool_t *pool;
+ *     long r;
+ *     if (pool_create(&pool, NULL) != 0) return 1;
+ *     r = fib_run(pool, 30);                  // 832040, computed by the pool
+ *     if (fib_run_rc(pool, &r, 31) != 0)      // 0, r = 1346269
+ *       return 1;                             // (ESHUTDOWN once destroy began)
+ *     pool_destroy(pool);
+ *     printf("%ld\n", fib_run(NULL, 32));     // on the default pool
+ *     return 0;
+ *   }
+ * \endcode
  *  @{ */
 
-/** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..6 (see \ref typed). */
+/** Declare a task of `RTYPE NAME(T1, ..., Tk)`, k = 1..14 (see \ref typed). */
 #define POOL_TASK(RTYPE, NAME, ...)                                                             \
   POOL__CAT(POOL_TASK_, POOL__NARG(__VA_ARGS__))(RTYPE, NAME, __VA_ARGS__)
-/** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..6. */
+/** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..14. */
 #define POOL_VOID_TASK(NAME, ...)                                                               \
   POOL__CAT(POOL_VOID_TASK_, POOL__NARG(__VA_ARGS__))(NAME, __VA_ARGS__)
 
@@ -98,6 +180,46 @@
 /** POOL_TASK() of six arguments. */
 #define POOL_TASK_6(RTYPE, NAME, T1, T2, T3, T4, T5, T6)                                        \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
+/** POOL_TASK() of 7 arguments. */
+#define POOL_TASK_7(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7)                                    \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY7(T1, T2, T3, T4, T5, T6, T7)))
+/** POOL_TASK() of 8 arguments. */
+#define POOL_TASK_8(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8)                                \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY8(T1, T2, T3, T4, T5, T6, T7, T8)))
+/** POOL_TASK() of 9 arguments. */
+#define POOL_TASK_9(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9)                            \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY9(T1, T2, T3, T4, T5, T6, T7, T8, T9)))
+/** POOL_TASK() of 10 arguments. */
+#define POOL_TASK_10(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)                      \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY10(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)))
+/** POOL_TASK() of 11 arguments. */
+#define POOL_TASK_11(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)                 \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY11(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)))
+/** POOL_TASK() of 12 arguments. */
+#define POOL_TASK_12(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)            \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY12(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)))
+/** POOL_TASK() of 13 arguments. */
+#define POOL_TASK_13(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)       \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY13(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)))
+/** POOL_TASK() of 14 arguments. */
+#define POOL_TASK_14(RTYPE, NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)  \
+  POOL__APPLY(POOL__TASK,                                                                       \
+              (RTYPE, NAME,                                                                     \
+               POOL__ARITY14(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)))
 
 /** Declare a task of `void NAME(void)`. */
 #define POOL_VOID_TASK_0(NAME) POOL__VOID_TASK(NAME, (char wsp_none;), (), (), ())
@@ -117,6 +239,38 @@
 /** POOL_VOID_TASK() of six arguments. */
 #define POOL_VOID_TASK_6(NAME, T1, T2, T3, T4, T5, T6)                                          \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY6(T1, T2, T3, T4, T5, T6)))
+/** POOL_VOID_TASK() of 7 arguments. */
+#define POOL_VOID_TASK_7(NAME, T1, T2, T3, T4, T5, T6, T7)                                      \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY7(T1, T2, T3, T4, T5, T6, T7)))
+/** POOL_VOID_TASK() of 8 arguments. */
+#define POOL_VOID_TASK_8(NAME, T1, T2, T3, T4, T5, T6, T7, T8)                                  \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY8(T1, T2, T3, T4, T5, T6, T7, T8)))
+/** POOL_VOID_TASK() of 9 arguments. */
+#define POOL_VOID_TASK_9(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9)                              \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY9(T1, T2, T3, T4, T5, T6, T7, T8, T9)))
+/** POOL_VOID_TASK() of 10 arguments. */
+#define POOL_VOID_TASK_10(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)                        \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY10(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)))
+/** POOL_VOID_TASK() of 11 arguments. */
+#define POOL_VOID_TASK_11(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)                   \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY11(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)))
+/** POOL_VOID_TASK() of 12 arguments. */
+#define POOL_VOID_TASK_12(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)              \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY12(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)))
+/** POOL_VOID_TASK() of 13 arguments. */
+#define POOL_VOID_TASK_13(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)         \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY13(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)))
+/** POOL_VOID_TASK() of 14 arguments. */
+#define POOL_VOID_TASK_14(NAME, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)    \
+  POOL__APPLY(POOL__VOID_TASK,                                                                  \
+              (NAME, POOL__ARITY14(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)))
 /** @} */
 
 /** \cond WSPOOL_TYPED_IMPL */
@@ -132,6 +286,17 @@
 #define POOL__MAYBE_UNUSED
 #endif
 #define POOL__TASKFN static inline POOL__MAYBE_UNUSED
+/* A frame type's alignment, for pool_frame_push() (1, no check, where the
+ * language has no way to ask). */
+#if defined(__cplusplus)
+#define POOL__ALIGNOF(T) alignof(T)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define POOL__ALIGNOF(T) _Alignof(T)
+#elif defined(__GNUC__)
+#define POOL__ALIGNOF(T) __alignof__(T)
+#else
+#define POOL__ALIGNOF(T) 1
+#endif
 /* The frame behind NAME__run's argument (C++ needs the cast, and warns
  * about old-style ones with -Wold-style-cast). */
 #ifdef __cplusplus
@@ -141,9 +306,10 @@
 #endif
 /* m applied to a parenthesised list whose macros expand first. */
 #define POOL__APPLY(m, args) m args
-/* How many arguments, 1..6. */
-#define POOL__NARG(...) POOL__NARG_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
-#define POOL__NARG_(_1, _2, _3, _4, _5, _6, N, ...) N
+/* How many arguments, 1..14. */
+#define POOL__NARG(...) \
+  POOL__NARG_(__VA_ARGS__, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define POOL__NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, N, ...) N
 
 /* For k arguments, four parenthesised lists:
  *   (fields)  T1 a1; T2 a2;                 members of the frame's args
@@ -175,6 +341,74 @@
       (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6),         \
       (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6)),                      \
       (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6))
+#define POOL__ARITY7(T1, T2, T3, T4, T5, T6, T7)                                                \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7;),                                           \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7),                                                                             \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)),           \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7))
+#define POOL__ARITY8(T1, T2, T3, T4, T5, T6, T7, T8)                                            \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8;),                                    \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8),                                                                \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8)),                                                                              \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8))
+#define POOL__ARITY9(T1, T2, T3, T4, T5, T6, T7, T8, T9)                                        \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9;),                             \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9),                                                   \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9)),                                                                   \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9))
+#define POOL__ARITY10(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10)                                  \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10;),                    \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10),                                    \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10)),                                                       \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10))
+#define POOL__ARITY11(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11)                             \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;),           \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11),                     \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11)),                                           \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11))
+#define POOL__ARITY12(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12)                        \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;             \
+      T12 a12;),                                                                                \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11, T12 pool__a12),      \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11) POOL__S(12)),                               \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11), POOL__F(12))
+#define POOL__ARITY13(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13)                   \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;             \
+      T12 a12; T13 a13;),                                                                       \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11, T12 pool__a12,       \
+      T13 pool__a13),                                                                           \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11) POOL__S(12) POOL__S(13)),                   \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11), POOL__F(12), POOL__F(13))
+#define POOL__ARITY14(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14)              \
+  (T1 a1; T2 a2; T3 a3; T4 a4; T5 a5; T6 a6; T7 a7; T8 a8; T9 a9; T10 a10; T11 a11;             \
+      T12 a12; T13 a13; T14 a14;),                                                              \
+      (, T1 pool__a1, T2 pool__a2, T3 pool__a3, T4 pool__a4, T5 pool__a5, T6 pool__a6,          \
+      T7 pool__a7, T8 pool__a8, T9 pool__a9, T10 pool__a10, T11 pool__a11, T12 pool__a12,       \
+      T13 pool__a13, T14 pool__a14),                                                            \
+      (POOL__S(1) POOL__S(2) POOL__S(3) POOL__S(4) POOL__S(5) POOL__S(6) POOL__S(7)             \
+      POOL__S(8) POOL__S(9) POOL__S(10) POOL__S(11) POOL__S(12) POOL__S(13) POOL__S(14)),       \
+      (POOL__F(1), POOL__F(2), POOL__F(3), POOL__F(4), POOL__F(5), POOL__F(6), POOL__F(7),      \
+      POOL__F(8), POOL__F(9), POOL__F(10), POOL__F(11), POOL__F(12), POOL__F(13),               \
+      POOL__F(14))
 
 /* What every task has: the frame type, spawn and spawn_in. PAYLOAD is the
  * frame's union (the arguments, and for a value task the result). */
@@ -192,6 +426,17 @@
   POOL__TASKFN int NAME##_spawn(NAME##_frame *pool__f POOL__UNPAREN PARAMS) {                   \
     POOL__UNPAREN STORES                                                                        \
     return pool_spawn(NULL, &pool__f->task, NAME##__run, pool__f);                              \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_push(pool_t *pool__pool POOL__UNPAREN PARAMS) {                       \
+    void *pool__p;                                                                              \
+    NAME##_frame *pool__f;                                                                      \
+    int pool__rc = pool_frame_push(sizeof(NAME##_frame), POOL__ALIGNOF(NAME##_frame), &pool__p); \
+    if (pool__rc != 0) return pool__rc;                                                         \
+    pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                                            \
+    POOL__UNPAREN STORES                                                                        \
+    pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
+    if (pool__rc != 0) (void)pool_frame_pop(pool__p);                                           \
+    return pool__rc;                                                                            \
   }
 
 #define POOL__TASK(RTYPE, NAME, FIELDS, PARAMS, STORES, CALL)                                   \
@@ -214,6 +459,41 @@
     if (pool__rc == 0) *pool__out = pool__f->u.r;                                               \
     return pool__rc;                                                                            \
   }                                                                                             \
+  POOL__TASKFN int NAME##_run_rc(pool_t *pool__pool,                                            \
+                                 RTYPE *pool__out POOL__UNPAREN PARAMS) {                       \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    int pool__rc;                                                                               \
+    POOL__UNPAREN STORES                                                                        \
+    pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
+    if (pool__rc != 0) return pool__rc;                                                         \
+    return NAME##_sync_rc(pool__f, pool__out);                                                  \
+  }                                                                                             \
+  POOL__TASKFN RTYPE NAME##_run(pool_t *pool__pool POOL__UNPAREN PARAMS) {                      \
+    static RTYPE pool__zero; /* never written: RTYPE's zero value */                            \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    POOL__UNPAREN STORES                                                                        \
+    if (pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f) != 0) return pool__zero;   \
+    return NAME##_sync(pool__f);                                                                \
+  }                                                                                             \
+  POOL__TASKFN RTYPE NAME##_pop(void) {                                                         \
+    static RTYPE pool__zero; /* never written: RTYPE's zero value */                            \
+    RTYPE pool__r;                                                                              \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return pool__zero;               \
+    pool__r = NAME##_sync(pool__f);                                                             \
+    (void)pool_frame_pop(pool__f);                                                              \
+    return pool__r;                                                                             \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_pop_rc(RTYPE *pool__out) {                                            \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    int pool__rc;                                                                               \
+    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return EINVAL;                   \
+    pool__rc = NAME##_sync_rc(pool__f, pool__out);                                              \
+    (void)pool_frame_pop(pool__f);                                                              \
+    return pool__rc;                                                                            \
+  }                                                                                             \
   struct NAME##_frame
 
 #define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                     \
@@ -232,6 +512,30 @@
     NAME(POOL__UNPAREN CALL);                                                                   \
     return 0;                                                                                   \
   }                                                                                             \
+  POOL__TASKFN int NAME##_run_rc(pool_t *pool__pool POOL__UNPAREN PARAMS) {                     \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    int pool__rc;                                                                               \
+    POOL__UNPAREN STORES                                                                        \
+    pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
+    if (pool__rc != 0) return pool__rc;                                                         \
+    return NAME##_sync_rc(pool__f);                                                             \
+  }                                                                                             \
+  POOL__TASKFN void NAME##_run(pool_t *pool__pool POOL__UNPAREN PARAMS) {                       \
+    NAME##_frame pool__fr;                                                                      \
+    NAME##_frame *pool__f = &pool__fr;                                                          \
+    POOL__UNPAREN STORES                                                                        \
+    if (pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f) == 0) NAME##_sync(pool__f); \
+  }                                                                                             \
+  POOL__TASKFN int NAME##_pop_rc(void) {                                                        \
+    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    int pool__rc;                                                                               \
+    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return EINVAL;                   \
+    pool__rc = NAME##_sync_rc(pool__f);                                                         \
+    (void)pool_frame_pop(pool__f);                                                              \
+    return pool__rc;                                                                            \
+  }                                                                                             \
+  POOL__TASKFN void NAME##_pop(void) { (void)NAME##_pop_rc(); }                                 \
   struct NAME##_frame
 /** \endcond */
 

@@ -21,6 +21,13 @@ __attribute__((noreturn, cold)) void ws_debug_fail(const char *what, const char 
  * child until its count is back to 0. */
 void ws_debug_busy_set(const void *obj, bool in_use);
 bool ws_debug_busy(const void *obj);
+/* A note on stderr, not a misuse (nothing aborts): `what` happened at the
+ * call site that `ra` returns to, once per site and for the first
+ * WS_DEBUG_NOTE_SITES sites of the process. When through(next), for the
+ * return address `next` of the frame out of ra's, says ra's frame calls on
+ * behalf of its own caller (a trampoline), the site is `next`. */
+enum { WS_DEBUG_NOTE_SITES = 10 };
+void ws_debug_note_site(const char *what, const void *ra, bool (*through)(const void *next));
 #else
 #define WS_DEBUG 0
 static inline void ws_debug_fail(const char *what, const char *file, int line) {
@@ -35,6 +42,12 @@ static inline void ws_debug_busy_set(const void *obj, bool in_use) {
 static inline bool ws_debug_busy(const void *obj) {
   (void)obj;
   return false;
+}
+static inline void ws_debug_note_site(const char *what, const void *ra,
+                                      bool (*through)(const void *next)) {
+  (void)what;
+  (void)ra;
+  (void)through;
 }
 #endif
 #define WS_MISUSE_IF(cond, what)                                            \

@@ -137,6 +137,44 @@ static bool priv_holds(const ws_worker *w, const ws_frame *f) {
  * unstarted (the caller runs it, or takes it back), or finished. */
 typedef enum sync_found { FOUND_UNSTARTED, FOUND_DONE } sync_found;
 
+#ifdef WS_DEBUG_CHECKS
+/* Where this thread's running pool_sync or pool_take was called from (its
+ * return address), for order_note. A sync nested in it (a task it runs
+ * while it unwinds or helps) saves and restores it. */
+static __thread const void *sync_ra;
+
+/* Does the caller's code at return address `next` follow a call of a
+ * trampoline (wspool/inline.h, POOL__TRAMP)? Then the frame below it is
+ * the trampoline's, and `next` is the site. The instruction after that
+ * call is always `lea 128(%rsp), %rsp`, whose encoding no compiler
+ * varies; found by its bytes, the trampolines' addresses are not needed
+ * (tramp.S calls this file: naming its symbols here would close a cycle
+ * between the two). */
+static bool after_tramp(const void *next) {
+#if defined(__x86_64__) && !defined(__ILP32__)
+  static const unsigned char lea_rsp_128[8] = {0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00};
+  return memcmp(next, lea_rsp_128, sizeof lea_rsp_128) == 0;
+#else
+  (void)next;
+  return false;
+#endif
+}
+
+/* A sync whose frame was not the newest pending one of its thread: the
+ * newer ones ran first, off the inline path. Noted once per call site: a
+ * program means to sync newest first in recursive code, and this is how
+ * it learns where it does not (release builds keep no such check). */
+static __attribute__((cold, noinline)) void order_note(void) {
+  ws_debug_note_site("a sync took the slow path because of its order: newer frames spawned "
+                     "by this thread were still pending, and ran first (sync the newest spawn "
+                     "first to stay on the inline path)",
+                     sync_ra, after_tramp);
+}
+#define ORDER_NOTE() order_note()
+#else
+#define ORDER_NOTE() ((void)0)
+#endif
+
 /* Frame f, pending on worker w (the caller's), and what w did since:
  * what was spawned after it runs first, here (each one's own sync then
  * finds it done). All private frames are newer than the public ones. A
@@ -144,10 +182,17 @@ typedef enum sync_found { FOUND_UNSTARTED, FOUND_DONE } sync_found;
  * state set) when the private stack runs out. If f is not found, a thief
  * took it: w helps until the thief finishes it. */
 static sync_found unwind_to(ws_frame *f, ws_worker *w) {
+  /* Debug builds note the first newer frame (ORDER_NOTE): private ones
+   * here, public ones (all of them, in those builds) in the deque. */
+  bool newer = false;
   while (ws_top() != w->priv_lo) {
     ws_task *t = ws_top()[-1];
     ws_set_top(ws_top() - 1);
     if (t == &f->hdr) return FOUND_UNSTARTED;
+    if (WS_DEBUG && !newer) {
+      newer = true;
+      ORDER_NOTE();
+    }
     run_unwound((ws_frame *)t, w);
   }
   /* Isolated: not below the computation's floor (design.md 7.5). */
@@ -156,6 +201,10 @@ static sync_found unwind_to(ws_frame *f, ws_worker *w) {
     ws_task *t = iso ? ws_pop_own_from(w, iso->floor) : ws_pop_own(w);
     if (t == &f->hdr) return FOUND_UNSTARTED;
     if (!t) break;
+    if (WS_DEBUG && !newer && t->exec == ws_frame_exec) {
+      newer = true;
+      ORDER_NOTE();
+    }
     ws_counter_add(&w->stats.local_pops, 1);
     ws_run(w, t);
   }
@@ -237,6 +286,20 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
   return 0;
 }
 
+#ifdef WS_DEBUG_CHECKS
+static __attribute__((noinline)) int sync_slow_from(ws_frame *f, bool take, const void *ra) {
+  const void *outer = sync_ra;
+  sync_ra = ra;
+  int rc = sync_slow(f, ws_self(), take);
+  sync_ra = outer;
+  return rc;
+}
+/* In pool_sync and pool_take: their caller is the site order_note names. */
+#define SYNC_SLOW(f, take) sync_slow_from(f, take, __builtin_return_address(0))
+#else
+#define SYNC_SLOW(f, take) sync_slow(f, ws_self(), take)
+#endif
+
 int pool_sync(pool_task_t *task) {
   /* Tracing never leaves a frame private, so the fast path has no trace
    * to record. */
@@ -247,13 +310,13 @@ int pool_sync(pool_task_t *task) {
     return 0;
   }
   if (!task) return EINVAL;
-  return sync_slow((ws_frame *)task, ws_self(), false);
+  return SYNC_SLOW((ws_frame *)task, false);
 }
 
 int pool_take(pool_task_t *task) {
   if (__builtin_expect(pool__pop_private(task), 1)) return POOL_TAKEN;
   if (!task) return EINVAL;
-  return sync_slow((ws_frame *)task, ws_self(), true);
+  return SYNC_SLOW((ws_frame *)task, true);
 }
 
 /* The names the header's inline versions call (wspool/inline.h). */

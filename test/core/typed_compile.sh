@@ -9,7 +9,10 @@
 #    constraint violation: an error with -pedantic-errors, as in C++), a
 #    struct where an int is expected, too many or too few arguments, a
 #    wrong result type at the sync; a narrowing arithmetic argument is
-#    reported by -Wconversion.
+#    reported by -Wconversion; the same for NAME_run and NAME_run_rc (the
+#    pool first, the result pointer of the right type), NAME_push and
+#    NAME_pop_rc;
+#  - a task of 14 arguments compiles, one of 15 does not.
 # The clean program is also compiled with clang and clang++ when installed.
 #   typed_compile.sh INCLUDE_DIR "CC COMMAND" ["CXX COMMAND"]
 set -uo pipefail
@@ -33,12 +36,22 @@ long use(long *p);'
 good='long use(long *p) {
   g_frame f; h_frame e; k_frame d;
   pt q = {1, 2};
+  double kd = 0;
+  long r = 0;
   g_spawn(&f, p, 3);
   h_spawn(&e, q);
   k_spawn(&d);
   k_sync(&d);
   h_sync(&e);
-  return g_sync(&f);
+  h_run(NULL, q);
+  if (h_run_rc(NULL, q) != 0 || k_run_rc(NULL, &kd) != 0 || g_run_rc(NULL, &r, p, 2) != 0)
+    return 0;
+  if (g_push(NULL, p, 4) != 0 || h_push(NULL, q) != 0 || k_push(NULL) != 0) return 0;
+  if (k_pop_rc(&kd) != 0 || h_pop_rc() != 0) return 0;
+  h_push(NULL, q);
+  h_pop();
+  r += g_pop();
+  return g_sync(&f) + g_run(NULL, p, 1) + r + (k_run(NULL) > kd);
 }'
 
 # expect NAME OK|FAIL PATTERN LANG FLAGS... < body
@@ -103,6 +116,37 @@ long use(long *p) { g_frame f; g_spawn(&f, p, 3); pt r = g_sync(&f); return r.x;
 B
 check narrowing FAIL g_spawn c "${c11[@]}" -Wconversion -Werror <<'B'
 long use(long *p) { double d = 2.5; g_frame f; g_spawn(&f, p, d); return g_sync(&f); }
+B
+check run_pointer FAIL g_run c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { int x = 0; (void)p; return g_run(NULL, &x, 3); }
+B
+check run_result_pointer FAIL g_run_rc c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { int r = 0; (void)g_run_rc(NULL, &r, p, 3); return r; }
+B
+check push_pointer FAIL g_push c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { int x = 0; (void)p; g_push(NULL, &x, 3); return g_pop(); }
+B
+check pop_result_pointer FAIL g_pop_rc c "${c11[@]}" -pedantic-errors <<'B'
+long use(long *p) { int r = 0; g_push(NULL, p, 3); (void)g_pop_rc(&r); return r; }
+B
+check run_too_few FAIL g_run c "${c11[@]}" <<'B'
+long use(long *p) { return g_run(NULL, p); }
+B
+check run_no_pool FAIL g_run c "${c11[@]}" <<'B'
+long use(long *p) { return g_run(p, 3); }
+B
+# Fourteen arguments compile; fifteen do not.
+check args14 OK - c "${c11[@]}" -Wconversion -Werror <<'B'
+static int w(int a, int b, int c, int d, int e, int f, int g, int h, int i, int j, int k, int l,
+             int m, int n) { return a + b + c + d + e + f + g + h + i + j + k + l + m + n; }
+POOL_TASK(int, w, int, int, int, int, int, int, int, int, int, int, int, int, int, int);
+long use(long *p) { (void)p; return w_run(NULL, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14); }
+B
+check args15 FAIL "POOL_TASK_int\|error" c "${c11[@]}" <<'B'
+static int w(int a, int b, int c, int d, int e, int f, int g, int h, int i, int j, int k, int l,
+             int m, int n, int o) { return a + b + c + d + e + f + g + h + i + j + k + l + m + n + o; }
+POOL_TASK(int, w, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int);
+long use(long *p) { (void)p; return 0; }
 B
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "typed tasks: type checks as documented"

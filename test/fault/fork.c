@@ -7,10 +7,12 @@
  * groups, spawn/sync, join, wait_idle, or nothing), and forks in the middle
  * of it. Each child, under its own watchdog:
  *  - uses the default pool: pool_submit(NULL) + pool_wait_idle(NULL) run
- *    the task exactly once, pool_parallel_for(NULL) and pool_join(NULL)
- *    work (a fresh default pool, made on first use in the child);
+ *    the task exactly once, pool_parallel_for(NULL), pool_join(NULL) and
+ *    a typed task's NAME_run(NULL) work (a fresh default pool, made on
+ *    first use in the child);
  *  - gets EOWNERDEAD from every call on the inherited P (submit, wait_idle,
- *    spawn, join, group_init, parallel_for, parallel_reduce, worker_stats),
+ *    spawn, join, group_init, parallel_for, parallel_reduce, worker_stats,
+ *    a typed task's NAME_run_rc, whose NAME_run returns 0 running nothing),
  *    pool_threads(P) == 0, pool_worker_cpu(P) == -1, and pool_destroy(P)
  *    frees it (0);
  *  - can create, use and destroy a new pool;
@@ -61,6 +63,13 @@ static void count(void *arg) {
   (void)arg;
   atomic_fetch_add(&ran, 1);
 }
+
+/* count() as a typed task, returning its argument. */
+static long tcount(int n) {
+  atomic_fetch_add(&ran, 1);
+  return n;
+}
+POOL_TASK(long, tcount, int);
 
 static void range_body(size_t b, size_t e, void *ctx) {
   atomic_fetch_add((atomic_long *)ctx, (long)(e - b));
@@ -134,6 +143,8 @@ static void child_checks(void) {
   CHECK_EQ(atomic_load(&items), 5000);
   CHECK_OK(pool_join(NULL, count, NULL, count, NULL));
   CHECK_EQ(atomic_load(&ran), 3);
+  CHECK_EQ(tcount_run(NULL, 9), 9);
+  CHECK_EQ(atomic_load(&ran), 4);
   CHECK(pool_default() != NULL);
   CHECK(pool_threads(NULL) > 0);
 
@@ -152,15 +163,19 @@ static void child_checks(void) {
   pool_worker_stats_t s;
   CHECK_EQ(pool_worker_stats(P, 0, &s), EOWNERDEAD);
   CHECK_EQ(pool_threads(P), 0);
+  long tout = -1;
+  CHECK_EQ(tcount_run_rc(P, &tout, 5), EOWNERDEAD);
+  CHECK_EQ(tout, -1);
+  CHECK_EQ(tcount_run(P, 5), 0);
   CHECK_EQ(pool_worker_cpu(P, 0), -1);
-  CHECK_EQ(atomic_load(&ran), 3); /* nothing of that ran */
+  CHECK_EQ(atomic_load(&ran), 4); /* nothing of that ran */
   CHECK_OK(pool_destroy(P));
 
   /* A new pool works. */
   pool_t *q = make_pool(2);
   for (int i = 0; i < 100; i++) CHECK_OK(pool_submit(q, count, NULL));
   CHECK_OK(pool_destroy(q));
-  CHECK_EQ(atomic_load(&ran), 103);
+  CHECK_EQ(atomic_load(&ran), 104);
 }
 
 /* Creates and destroys traced pools: the trace lock is often held. */

@@ -17,6 +17,17 @@ static long tfib(int n) {
   return tfib_sync(&f) + y;
 }
 
+// Past six arguments, and the one-call run from outside the pool.
+static long wide(int a, long b, short c, unsigned d, double e, const char *f, float g, int h, int i,
+                 int j, int k, int l) {
+  return a + b + c + static_cast<long>(d) + static_cast<long>(e) + f[0] + static_cast<long>(g) +
+         h + i + j + k + l;
+}
+POOL_TASK(long, wide, int, long, short, unsigned, double, const char *, float, int, int, int, int,
+          int);
+static void vwide(long *out, int a) { *out = a; }
+POOL_VOID_TASK(vwide, long *, int);
+
 int main() {
   long s = 0;
   wspool::join([&] { s += tfib(10); }, [] {});
@@ -28,6 +39,18 @@ int main() {
   wspool::task_group g;
   g.run([] {});
   bool ok = g.wait();
+  long wr = 0, vr = 0;
+  if (wide_run_rc(nullptr, &wr, 1, 2, 3, 4u, 5.0, "\x06", 7.0f, 8, 9, 10, 11, 12) != 0 ||
+      wide_run(nullptr, 1, 2, 3, 4u, 5.0, "\x06", 7.0f, 8, 9, 10, 11, 12) != wr || wr != 78)
+    return 1;
+  vwide_run(nullptr, &vr, 3);
+  if (vwide_run_rc(nullptr, &vr, 4) != 0 || vr != 4) return 1;
+  if (wide_push(nullptr, 1, 2, 3, 4u, 5.0, "\x06", 7.0f, 8, 9, 10, 11, 12) != 0 ||
+      vwide_push(nullptr, &vr, 5) != 0)
+    return 1;
+  vwide_pop();
+  if (wide_pop() != 78 || vwide_push(nullptr, &vr, 6) != 0 || vwide_pop_rc() != 0 || vr != 6)
+    return 1;
   pool_worker_stats_t st;
   (void)pool_worker_stats(nullptr, 0, &st);
   return ok && s == 55 && sum == 4950 && !wspool::is_cancelled() ? 0 : 1;

@@ -61,6 +61,7 @@ LAYERS = {
     'api.h': 2, 'options.h': 2, 'options.c': 2, 'forkjoin.c': 2, 'parfor.c': 2,
     'pool.c': 2, 'stats.c': 2, 'trace.c': 2, 'placement.c': 2, 'hooks.c': 2,
     'cpu.c': 2, 'tramp.S': 2, 'dump.c': 2, 'standin.c': 2, 'job.h': 2, 'job.c': 2,
+    'fstack.c': 2,
 }
 PUBLIC_LAYER = 1
 INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.M)

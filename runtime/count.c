@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 /* ---- Per-thread counters, on a list that keeps them after the thread ends ---- */
 
@@ -26,9 +27,29 @@ static __thread thread_counts *mine;
 /* The calling thread's worker block and stack: [lo, hi). */
 static __thread uintptr_t own_lo, own_hi, stack_lo, stack_hi;
 
+/* Memory of this file: zeroed pages, never given back, not from the C
+ * library's allocator (the fault tests count its live blocks; these live
+ * as long as the process, as the counts must). */
+static void *raw_alloc(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) abort(); /* a test build: no way to go on uncounted */
+  return p;
+}
+
+/* Threads' counter blocks are carved from chunks of this size. */
+enum { COUNTS_CHUNK = 1 << 16 };
+static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *chunk_next, *chunk_end;
+
 static __attribute__((noinline)) thread_counts *first_use(void) {
-  thread_counts *c = calloc(1, sizeof(*c));
-  if (!c) abort(); /* a test build: no way to go on uncounted */
+  pthread_mutex_lock(&counts_lock);
+  if ((size_t)(chunk_end - chunk_next) < sizeof(thread_counts)) {
+    chunk_next = raw_alloc(COUNTS_CHUNK);
+    chunk_end = chunk_next + COUNTS_CHUNK;
+  }
+  thread_counts *c = (thread_counts *)(void *)chunk_next;
+  chunk_next += (sizeof(thread_counts) + 63) / 64 * 64;
+  pthread_mutex_unlock(&counts_lock);
   pthread_attr_t attr;
   void *lo;
   size_t size;
@@ -70,8 +91,7 @@ static _Atomic size_t nblocks;
 static _Atomic uintptr_t *his(block_table *t) { return t->lo + t->cap; }
 
 static block_table *table_new(size_t cap, block_table *older) {
-  block_table *t = calloc(1, sizeof(*t) + 2 * cap * sizeof(_Atomic uintptr_t));
-  if (!t) abort();
+  block_table *t = raw_alloc(sizeof(*t) + 2 * cap * sizeof(_Atomic uintptr_t));
   t->cap = cap;
   t->older = older;
   return t;

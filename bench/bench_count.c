@@ -264,9 +264,9 @@ int main(void) {
     static const unsigned def[] = {2, 8, 64, 256};
     for (; nsizes < 4; nsizes++) sizes[nsizes] = def[nsizes];
   }
+#ifdef WS_COUNT_ATOMICS
   const char *se = getenv("BENCH_COUNT_SITES");
   bool sites = se && *se && *se != '0';
-#ifdef WS_COUNT_ATOMICS
   ws_count_sites_on(sites);
 #endif
   uts_state root;

@@ -31,6 +31,21 @@ void ws_chaos_point(void);
 #define WS__CHAOTIC_DO(stmt) do { stmt; } while (0)
 #endif
 
+/* The counting build (-Dcount_atomics=true; count.h, count.c): every
+ * read-modify-write below (each CAS attempt, exchange and fetch_add) and
+ * every fence of a non-relaxed order reports itself, the RMW with its
+ * word's address, before it happens. Loads and stores are not counted.
+ * Other builds: no code. */
+#ifdef WS_COUNT_ATOMICS
+void ws_count_rmw(const volatile void *addr);
+void ws_count_fence(int seq_cst);
+#define WS__COUNT_RMW(addr) ws_count_rmw(addr)
+#define WS__COUNT_FENCE(o) ws_count_fence((o) == ws_seq_cst)
+#else
+#define WS__COUNT_RMW(addr) ((void)0)
+#define WS__COUNT_FENCE(o) ((void)0)
+#endif
+
 #if defined(WS_ATOMICS_AO)
 #include <atomic_ops.h>
 typedef enum {
@@ -56,7 +71,10 @@ typedef enum {
 _Static_assert(sizeof(AO_t) == 8, "the libatomic_ops backend needs a 64-bit AO_t");
 
 static inline void ws_fence(ws_order o) {
-  if (o != ws_relaxed) WS__CHAOTIC_DO(AO_nop_full());
+  if (o != ws_relaxed) {
+    WS__COUNT_FENCE(ws_seq_cst); /* AO_nop_full whatever the order */
+    WS__CHAOTIC_DO(AO_nop_full());
+  }
 }
 /* Orders memory accesses for the compiler only (no instruction): the light
  * half of an asymmetric fence pair (fence.h). */
@@ -152,15 +170,22 @@ static inline unsigned ws__ao_xchg32(volatile unsigned *p, unsigned v, ws_order 
   typedef struct { volatile AO_t v; } name;                                                      \
   static inline T name##_load(const name *a, ws_order o) { return (T)ws__ao_load(&a->v, o); }    \
   static inline void name##_store(name *a, T x, ws_order o) { ws__ao_store(&a->v, (AO_t)x, o); } \
-  static inline T name##_xchg(name *a, T x, ws_order o) { return (T)ws__ao_xchg(&a->v, (AO_t)x, o); } \
+  static inline T name##_xchg(name *a, T x, ws_order o) {                                        \
+    WS__COUNT_RMW(&a->v); /* once, though a CAS loop here */                                      \
+    return (T)ws__ao_xchg(&a->v, (AO_t)x, o);                                                    \
+  }                                                                                              \
   static inline bool name##_cas(name *a, T *exp, T des, ws_order o) {                            \
+    WS__COUNT_RMW(&a->v);                                                                        \
     AO_t e = (AO_t)*exp;                                                                         \
     bool ok = ws__ao_cas(&a->v, &e, (AO_t)des, o);                                               \
     *exp = (T)e;                                                                                 \
     return ok;                                                                                   \
   }
-#define WS_ATOMIC_ARITH(name, T) \
-  static inline T name##_fetch_add(name *a, T x, ws_order o) { return (T)ws__ao_faa(&a->v, (AO_t)x, o); }
+#define WS_ATOMIC_ARITH(name, T)                                   \
+  static inline T name##_fetch_add(name *a, T x, ws_order o) {     \
+    WS__COUNT_RMW(&a->v);                                          \
+    return (T)ws__ao_faa(&a->v, (AO_t)x, o);                       \
+  }
 
 WS_ATOMIC_WORD(ws_i64, int64_t)
 WS_ATOMIC_ARITH(ws_i64, int64_t)
@@ -173,9 +198,16 @@ WS_ATOMIC_WORD(ws_ptr, void *)
 typedef struct { volatile unsigned v; } ws_u32;
 static inline uint32_t ws_u32_load(const ws_u32 *a, ws_order o) { return ws__ao_load32(&a->v, o); }
 static inline void ws_u32_store(ws_u32 *a, uint32_t x, ws_order o) { ws__ao_store32(&a->v, x, o); }
-static inline uint32_t ws_u32_fetch_add(ws_u32 *a, uint32_t x, ws_order o) { return ws__ao_faa32(&a->v, x, o); }
-static inline uint32_t ws_u32_xchg(ws_u32 *a, uint32_t x, ws_order o) { return ws__ao_xchg32(&a->v, x, o); }
+static inline uint32_t ws_u32_fetch_add(ws_u32 *a, uint32_t x, ws_order o) {
+  WS__COUNT_RMW(&a->v);
+  return ws__ao_faa32(&a->v, x, o);
+}
+static inline uint32_t ws_u32_xchg(ws_u32 *a, uint32_t x, ws_order o) {
+  WS__COUNT_RMW(&a->v); /* once, though a CAS loop here */
+  return ws__ao_xchg32(&a->v, x, o);
+}
 static inline bool ws_u32_cas(ws_u32 *a, uint32_t *exp, uint32_t des, ws_order o) {
+  WS__COUNT_RMW(&a->v);
   unsigned e = *exp;
   bool ok = ws__ao_cas32(&a->v, &e, des, o);
   *exp = e;
@@ -186,7 +218,10 @@ static inline volatile uint32_t *ws_u32_addr(ws_u32 *a) { return (volatile uint3
 
 #else /* C11 */
 
-static inline void ws_fence(ws_order o) { WS__CHAOTIC_DO(atomic_thread_fence((memory_order)o)); }
+static inline void ws_fence(ws_order o) {
+  if (o != ws_relaxed) WS__COUNT_FENCE(o);
+  WS__CHAOTIC_DO(atomic_thread_fence((memory_order)o));
+}
 /* Orders memory accesses for the compiler only (no instruction): the light
  * half of an asymmetric fence pair (fence.h). */
 static inline void ws_compiler_fence(void) {
@@ -223,14 +258,17 @@ static inline memory_order ws__fail_order(ws_order o) {
     WS__CHAOTIC_DO(atomic_store_explicit(&a->v, x, (memory_order)o));                          \
   }                                                                                            \
   static inline T name##_xchg(name *a, T x, ws_order o) {                                      \
+    WS__COUNT_RMW(&a->v);                                                                      \
     return WS__CHAOTIC(atomic_exchange_explicit(&a->v, x, (memory_order)o));                   \
   }                                                                                            \
   static inline bool name##_cas(name *a, T *exp, T des, ws_order o) {                          \
+    WS__COUNT_RMW(&a->v);                                                                      \
     return WS__CHAOTIC(atomic_compare_exchange_strong_explicit(&a->v, exp, des, (memory_order)o, \
                                                                ws__fail_order(o)));            \
   }
 #define WS_ATOMIC_ARITH(name, T)                                                               \
   static inline T name##_fetch_add(name *a, T x, ws_order o) {                                 \
+    WS__COUNT_RMW(&a->v);                                                                      \
     return WS__CHAOTIC(atomic_fetch_add_explicit(&a->v, x, (memory_order)o));                  \
   }
 

@@ -2,6 +2,8 @@
 /* Asymmetric barriers (fence.h; docs/design.md 5.3). */
 #include "fence.h"
 
+#include "count.h"
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -45,6 +47,7 @@ static void asym_init(void) {
  * returns (a thread not running passes one when it is scheduled). */
 static void heavy_barrier(void) {
   if (!ws_u32_load(&ws__fence_asym, ws_relaxed)) return;
+  ws_count_event(WS_CNT_HEAVY);
   if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
   /* A child of fork() keeps the registration; try once more anyway. */
   if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&

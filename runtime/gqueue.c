@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "count.h"
 #include "mem.h"
 
 enum { GQ_INITIAL = 256 };
@@ -130,6 +131,7 @@ static void publish_count(ws_gqueue *q) {
 
 int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, unsigned flags) {
   int rc = 0;
+  ws_count_event(WS_CNT_LOCK);
   pthread_mutex_lock(&q->lock);
   if (q->closed && !(flags & WS_GQ_FORCE)) {
     rc = ESHUTDOWN;
@@ -145,6 +147,7 @@ int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, unsigned flags) {
 
 int ws_gqueue_push_fns(ws_gqueue *q, ws_fn fn, void *const *args, size_t n) {
   int rc = 0;
+  ws_count_event(WS_CNT_LOCK);
   pthread_mutex_lock(&q->lock);
   if (q->closed) {
     rc = ESHUTDOWN;
@@ -169,6 +172,7 @@ size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max) {
   /* A taker never waits for the lock: its holder is a producer, whose line
    * a spinning taker would keep pulling away in the middle of the push, or
    * another taker. The caller looks again before it sleeps (gqueue.h). */
+  ws_count_event(WS_CNT_LOCK);
   if (pthread_mutex_trylock(&q->lock) != 0) return 0;
   size_t n = q->count < max ? q->count : max;
   for (size_t i = 0; i < n; i++) {

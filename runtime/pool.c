@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "chaos.h"
+#include "count.h"
 #include "visitors.h"
 
 
@@ -82,6 +83,7 @@ void ws_worker_free(struct pool *p, ws_worker *w) {
   ws_priv_free(w);
   ws_nodes_destroy(&w->nodes);
   if (w->victims_own) ws_mem_free(&p->mem, w->victims, w->nvictims * sizeof(unsigned));
+  ws_count_block_remove(w->mem);
   ws_placement_dealloc(p, w->mem, w->mem_size);
 }
 
@@ -163,6 +165,7 @@ ws_worker *ws_worker_build(struct pool *p, unsigned i) {
   memset(w, 0, sizeof(*w));
   w->mem = mem;
   w->mem_size = size;
+  ws_count_block_add(mem, size);
   w->pool = p;
   w->id = i;
   w->cpu = -1;

@@ -2,6 +2,8 @@
 /* Futex wrappers and the two wait protocols described in sleep.h. */
 #include "sleep.h"
 
+#include "count.h"
+
 #include <limits.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@ void ws_futex_wait_for(ws_u32 *word, uint32_t expected, long ns) {
 }
 
 void ws_futex_wake(ws_u32 *word, int n) {
+  ws_count_event(WS_CNT_WAKE);
   syscall(SYS_futex, ws_u32_addr(word), FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
@@ -97,6 +100,7 @@ void ws_futex_wait_for(ws_u32 *word, uint32_t expected, long ns) {
 }
 
 void ws_futex_wake(ws_u32 *word, int n) {
+  ws_count_event(WS_CNT_WAKE);
   (void)n; /* a bucket is shared by several words: wake them all */
   struct bucket *b = bucket_of(word);
   pthread_mutex_lock(&b->m);

@@ -8,6 +8,7 @@
 
 #include "split.h"
 
+#include "count.h"
 #include "latch.h"
 
 /* The header's inline paths write frames and workers through its own
@@ -41,6 +42,7 @@ __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
 void ws_set_self(ws_worker *w) {
   if (w) {
     ws__self = w;
+    ws_count_thread(w->mem, w->mem_size);
     pool__tls.top = (void **)w->priv_lo;
     pool__tls.pool = w->pool;
     ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
@@ -60,6 +62,7 @@ void ws_set_self(ws_worker *w) {
   ws_worker *me = ws__self;
   if (me) ws_ptr_store(&me->limitp, &me->limit_parked, ws_release);
   ws__self = NULL;
+  ws_count_thread(NULL, 0);
   ws__mem_self = (ws_mem_self){NULL, NULL};
   pool__tls.top = idle_slots + 1;
   pool__tls.pool = NULL;

@@ -54,6 +54,7 @@ LAYERS = {
     'nodes.c': 0, 'trace.h': 0, 'visitors.h': 0, 'visitors.c': 0,
     'fence.h': 0, 'fence.c': 0, 'debug.c': 0, 'chaos.h': 0, 'chaos.c': 0,
     'cancel.h': 0, 'cancel.c': 0, 'busy.h': 0, 'busy.c': 0, 'mem.h': 0, 'mem.c': 0,
+    'count.h': 0, 'count.c': 0,
     # 1: the scheduler (hooks.h: the hook state struct pool holds)
     'hooks.h': 1, 'scheduler.h': 1, 'split.h': 1, 'split.c': 1, 'worker.c': 1,
     'submit.c': 1, 'latch.h': 1, 'latch.c': 1,

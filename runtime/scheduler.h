@@ -168,11 +168,11 @@ struct pool {
   unsigned nstarted;            /* threads started; set before `stop` */
   unsigned nthreads;            /* workers built: cfg.max_threads */
   ws_worker **workers;
-  /* Worker i's bell (sleep.h): the futex word it sleeps on, which a wake
-   * rings. Not AWAKE: its deque is empty and stays so until worker i makes
-   * it AWAKE, which it does before it can push again; thieves pass it over
-   * (worker.c; docs/design.md 5.4, 5.10). Side by side, so that a look over
-   * thousands of workers reads a few lines rather than each one's deque. */
+  /* asleep[i] != 0: worker i's deque is empty and stays so until worker i
+   * stores 0, which it does before it can push again; thieves pass it over
+   * (worker.c; the argument is docs/design.md 5.10). One word a worker,
+   * side by side, so that a look over thousands of workers reads a few
+   * lines rather than each one's deque. */
   ws_u32 *asleep;
   /* Workers in use, [0, size): pool_resize (pool.c), under resize_lock;
    * read relaxed (pool_threads, the last-to-sleep hint). */

@@ -113,47 +113,6 @@ void ws_futex_wake(ws_u32 *word, int n) {
  * again. */
 enum { DEGRADED_NS = 1000000 };
 
-/* The calling thread's wake depth (ws_sleep_depth), and whether it came
- * out of a sleep and has not woken anyone since (ws_sleep_wake_one). */
-static __thread uint32_t wake_depth;
-static __thread bool fresh;
-
-uint32_t ws_sleep_depth(void) { return wake_depth; }
-
-void ws_sleep_bells(ws_sleep *s, ws_u32 *bells, unsigned n) {
-  for (unsigned i = 0; i < n; i++) ws_u32_store(&bells[i], WS_BELL_QUIET, ws_relaxed);
-  s->bells = bells;
-  s->nbells = n;
-}
-
-/* Rings up to n sleeping bells, from bell `start` on; how many it rang.
- * Called after the caller's RMW of `epoch`. */
-static int ring(ws_sleep *s, uint32_t start, int n) {
-  int rung = 0;
-  unsigned nb = s->nbells, j = start % nb;
-  for (unsigned k = 0; k < nb && rung < n; k++, j = j + 1 < nb ? j + 1 : 0) {
-    /* seq_cst, after the seq_cst RMW of epoch: against the sleeper's
-     * seq_cst store of ASLEEP, then load of epoch (ws_sleep_commit), one of
-     * the two sees the other (Dekker): we ring it, or it does not sleep. */
-    uint32_t b = ws_u32_load(&s->bells[j], ws_seq_cst);
-    if (b != WS_BELL_ASLEEP) continue;
-    if (!ws_u32_cas(&s->bells[j], &b, WS_BELL_RUNG + wake_depth, ws_seq_cst)) continue;
-    ws_futex_wake(&s->bells[j], 1);
-    rung++;
-  }
-  return rung;
-}
-
-/* Wakes up to n sleepers: bells first (a worker's, chosen), then whoever
- * waits on the epoch (stand-ins, a pool without bells). */
-static void wake_n(ws_sleep *s, int n) {
-  /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
-   * the work published before it. */
-  uint32_t e = ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst) + 1;
-  if (s->bells && ring(s, e, n) == n) return;
-  ws_futex_wake(&s->epoch, n);
-}
-
 void ws_sleep_init(ws_sleep *s) {
   ws_u32_store(&s->epoch, 0, ws_relaxed);
   ws_u32_store(&s->sleepers, 0, ws_relaxed);
@@ -180,15 +139,6 @@ void ws_sleep_wake_one(ws_sleep *s) {
    * seq_cst fence) sees the work (docs/design.md 5.4). Only a producer
    * that saw a sleeper pays it. */
   ws_fence(ws_seq_cst);
-  /* Out of a sleep, and waking others for the first time since: two,
-   * past the one-in-flight rule, so that a burst reaches P sleepers
-   * through a tree of wakes about log2(P) deep rather than a chain of P
-   * (design.md 5.4). It only adds wakes: 5.2 and the rule below hold. */
-  if (fresh) {
-    fresh = false;
-    wake_n(s, 2);
-    return;
-  }
   /* A wake is in flight: skip. A load first, so that while a sleeper's
    * registration lasts (a preempted one: milliseconds) producers share the
    * line instead of taking it in turn with a failing CAS. It reads `waking`
@@ -196,7 +146,10 @@ void ws_sleep_wake_one(ws_sleep *s) {
   if (ws_u32_load(&s->waking, ws_relaxed) != 0) return;
   uint32_t idle = 0;
   if (!ws_u32_cas(&s->waking, &idle, 1, ws_seq_cst)) return; /* a wake is in flight */
-  wake_n(s, 1);
+  /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
+   * the work published before it. */
+  ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
+  ws_futex_wake(&s->epoch, 1);
   /* `waking` stays 1 until some thread clears it and then looks everywhere
    * (ws_sleep_prepare, ws_sleep_commit). Every sleeper this producer counted
    * does one of those after the epoch changed: it is woken, or its
@@ -205,7 +158,6 @@ void ws_sleep_wake_one(ws_sleep *s) {
 }
 
 uint32_t ws_sleep_prepare(ws_sleep *s) {
-  fresh = false;
   ws_u32_fetch_add(&s->sleepers, 1, ws_seq_cst);
   uint32_t e = ws_u32_load(&s->epoch, ws_seq_cst);
   /* Any thread that clears `waking` and then looks everywhere keeps the
@@ -232,39 +184,24 @@ static void sleep_on(ws_u32 *word, uint32_t epoch) {
     ws_futex_wait(word, epoch);
 }
 
-bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx,
-                     ws_u32 *bell) {
-  /* With a bell the thread sleeps on it: ASLEEP (seq_cst), then the
-   * epoch (seq_cst), against a waker's RMW of the epoch, then its loads of
-   * the bells (ring). Without, on the epoch, which futex_wait compares. */
-  ws_u32 *word = bell ? bell : &s->epoch;
-  uint32_t expect = bell ? (uint32_t)WS_BELL_ASLEEP : epoch;
-  if (bell) ws_u32_store(bell, WS_BELL_ASLEEP, ws_seq_cst);
+bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx) {
   long left = ns;
   for (;;) {
-    if (bell && ws_u32_load(&s->epoch, ws_seq_cst) != epoch) break;
     if (!ws_fence_degraded()) {
       if (ns)
-        ws_futex_wait_for(word, expect, left);
+        ws_futex_wait_for(&s->epoch, epoch, left);
       else
-        ws_futex_wait(word, expect);
+        ws_futex_wait(&s->epoch, epoch);
       break;
     }
     /* A producer may have missed us (fence.h): look every DEGRADED_NS,
      * through hints only, so an idle pool's counters stand still. */
     long step = ns && left < DEGRADED_NS ? left : DEGRADED_NS;
-    ws_futex_wait_for(word, expect, step);
+    ws_futex_wait_for(&s->epoch, epoch, step);
     if (ws_u32_load(&s->epoch, ws_relaxed) != epoch || seen(ctx)) break;
     if (ns && (left -= step) <= 0) break;
   }
   bool quiet = ws_u32_load(&s->epoch, ws_relaxed) == epoch;
-  if (bell) {
-    /* Awake before it looks, so before it can push (design.md 5.10); a
-     * ring says who woke it. */
-    uint32_t b = ws_u32_xchg(bell, WS_BELL_AWAKE, ws_acq_rel);
-    if (b >= WS_BELL_RUNG) wake_depth = b - WS_BELL_RUNG + 1;
-  }
-  if (!quiet) fresh = true;
   ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst);
   /* We consumed a wake (or left on a changed epoch, a timeout, or
    * spuriously): let the next producer wake someone. The caller looks
@@ -273,19 +210,10 @@ bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ct
   return quiet;
 }
 
-/* Go's rule, one wake whatever `fresh` says: the thread found work but
- * made none, and a single task must still cost one wake and one look
- * (test/core/scale). Its first publication then wakes two. */
-void ws_sleep_chain(ws_sleep *s) {
-  bool f = fresh;
-  fresh = false;
-  ws_sleep_notify(s);
-  fresh = f;
-}
+void ws_sleep_chain(ws_sleep *s) { ws_sleep_notify(s); }
 
 void ws_sleep_wake_all(ws_sleep *s) {
-  uint32_t e = ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst) + 1;
-  if (s->bells) ring(s, e, INT_MAX);
+  ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
   ws_futex_wake(&s->epoch, INT_MAX);
 }
 

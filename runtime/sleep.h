@@ -40,22 +40,9 @@ typedef struct ws_sleep {
   ws_u32 waiters;          /* registered waiting workers (beside sleepers:
                               one line for ws_sleep_notify to read) */
   WS_ALIGNED ws_u32 wait_epoch; /* the waiting workers' futex word */
-  /* Bells (docs/design.md 5.4): one futex word a worker, which sleeps on
-   * its own; a wake rings one. NULL: every sleeper waits on `epoch`. */
-  ws_u32 *bells;
-  unsigned nbells;
 } ws_sleep;
 
-/* A bell's values. AWAKE: its worker looks for work or runs it. ASLEEP:
- * it sleeps (or is about to) with its deque empty. QUIET: not a sleeper,
- * deque empty (before its thread starts, after it left). RUNG + d: woken
- * by a thread of wake depth d (ws_sleep_depth). Every value but AWAKE
- * says the deque is empty (design.md 5.10). */
-enum { WS_BELL_AWAKE = 0, WS_BELL_ASLEEP = 1, WS_BELL_QUIET = 2, WS_BELL_RUNG = 3 };
-
 void ws_sleep_init(ws_sleep *s);
-/* Gives s the bells of n workers (all QUIET), before any sleeps. */
-void ws_sleep_bells(ws_sleep *s, ws_u32 *bells, unsigned n);
 
 void ws_sleep_wake_one(ws_sleep *s);
 void ws_wait_wake(ws_sleep *s);
@@ -75,15 +62,8 @@ void ws_sleep_cancel(ws_sleep *s);
 /* Sleeps while epoch is unchanged, at most `ns` nanoseconds (0: no bound).
  * Once a heavy barrier has failed (fence.h) it looks every millisecond
  * with seen(ctx), a hint that work is visible, and returns when it is.
- * True when it returns with the epoch unchanged: nobody woke it. With a
- * bell (the caller's, from ws_sleep_bells), it sleeps on that word: a
- * wake rings one bell (design.md 5.4); the bell is AWAKE on return. */
-bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx,
-                     ws_u32 *bell);
-/* The calling thread's wake depth: 0 until a ring wakes it, then one more
- * than its waker's. A statistic (tests): the wakes on the critical path
- * of a ramp-up. */
-uint32_t ws_sleep_depth(void);
+ * True when it returns with the epoch unchanged: nobody woke it. */
+bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx);
 /* A thread that consumed a wake and found work passes the wake on. */
 void ws_sleep_chain(ws_sleep *s);
 /* Wake every sleeper (shutdown). */

@@ -275,17 +275,17 @@ static bool work_visible(void *ctx) {
   return false;
 }
 
-static void idle_sleep(struct pool *p, uint32_t e, ws_u32 *bell) {
+static void idle_sleep(struct pool *p, uint32_t e) {
   bool grown = false;
   for (unsigned l = 0; l < WS_LANES; l++) grown |= ws_gqueue_grown(&p->gq[l]);
   /* The last to sleep: awake stand-ins sleep here too (5.9). Relaxed: a
    * hint; a wrong guess trims early (a ring grows again) or not at all. */
   uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < threads) {
-    ws_sleep_commit(&p->sleep, e, 0, work_visible, p, bell);
+    ws_sleep_commit(&p->sleep, e, 0, work_visible, p);
     return;
   }
-  if (ws_sleep_commit(&p->sleep, e, IDLE_TRIM_NS, work_visible, p, bell))
+  if (ws_sleep_commit(&p->sleep, e, IDLE_TRIM_NS, work_visible, p))
     for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
 }
 
@@ -414,20 +414,18 @@ static void resize_park(ws_worker *w) {
   ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
 }
 
-/* Worker w's bell (sleep.h; docs/design.md 5.10), NULL for a stand-in:
- * AWAKE from its first look on, ASLEEP while it sleeps (ws_sleep_commit),
- * QUIET once it left its loop (its deque is empty for good). */
-static ws_u32 *bell_of(ws_worker *w) {
-  return w->id < w->pool->nthreads ? &w->pool->asleep[w->id] : NULL;
+/* Worker w's word of p->asleep, for its deque (docs/design.md 5.10):
+ * set only while its deque is empty and before it sleeps or leaves, cleared
+ * before it looks for work again (any push follows). Relaxed: the sleep
+ * protocol's fences order it. Stand-ins have none. */
+static void set_asleep(ws_worker *w, uint32_t v) {
+  if (w->id < w->pool->nthreads) ws_u32_store(&w->pool->asleep[w->id], v, ws_relaxed);
 }
 
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
   bool ran = false;
-  ws_u32 *bell = bell_of(w);
-  /* Relaxed: before its first push, as 5.10 asks; nobody rings an AWAKE or
-   * QUIET bell. */
-  if (bell) ws_u32_store(bell, WS_BELL_AWAKE, ws_relaxed);
+  set_asleep(w, 0);
 
   for (;;) {
     /* After each task: a worker beyond the size parks; a stand-in no
@@ -465,7 +463,7 @@ void ws_worker_loop(ws_worker *w) {
     }
     if (ws_u32_load(&p->stop, ws_seq_cst)) {
       ws_sleep_cancel(&p->sleep);
-      if (bell) ws_u32_store(bell, WS_BELL_QUIET, ws_relaxed); /* empty for good */
+      set_asleep(w, 1); /* its deque is empty for good */
       break;
     }
     /* seq_cst, after the registration: either the resizer's wake (after
@@ -477,7 +475,9 @@ void ws_worker_loop(ws_worker *w) {
     ws_counter_add(&w->stats.sleeps, 1);
     uint64_t t0 = ws_trace_t0(w);
     ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
-    idle_sleep(p, e, bell);
+    set_asleep(w, 1);
+    idle_sleep(p, e);
+    set_asleep(w, 0);
     ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     /* Woken to stop: the last look before leaving is the one that counts

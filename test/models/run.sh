@@ -45,7 +45,6 @@ faults=(
   "sleep       sleep.pml -DNO_RECHECK"
   "sleep       sleep.pml -DLATE_EPOCH"
   "sleep       sleep.pml -DNO_PREPARE_CLEAR"
-  "sleep       sleep.pml -DNO_BELL_EPOCH"
   "wait-1      wait.pml  -DNWT=1 -DNO_WAITER_FENCE"
   "wait        wait.pml  -DNO_MEMBARRIER"
   "wait-sym    wait.pml  -DASYM=0 -DNO_COMPLETER_FENCE"

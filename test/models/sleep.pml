@@ -9,12 +9,7 @@
  *                     ws_sleep_cancel     172
  *                     ws_sleep_commit     183-189 (sleep_on 176-181; the
  *                                                 degraded timed wait is not modelled)
- *                     ws_sleep_chain      191 (passes one wake on,
- *                                                 whatever `fresh` says)
- *                     ring, wake_n                    the bells: a wake
- *                                                 rings an ASLEEP one; a
- *                                                 thread woken rings two
- *                                                 at its first publication
+ *                     ws_sleep_chain      191
  *   runtime/fence.h   ws_light_fence      22-27
  *   runtime/fence.c   heavy_barrier 46-57, ws_sleeper_fence 63-66
  *   runtime/worker.c  ws_worker_loop      224-261: find_work and idle_search
@@ -77,9 +72,6 @@
  *   NO_RECHECK         commit without the last look after prepare
  *   LATE_EPOCH         e = epoch read after the last look
  *   NO_PREPARE_CLEAR   ws_sleep_prepare does not clear `waking`
- *   NO_BELL_EPOCH      ws_sleep_commit blocks on its bell without reading
- *                      the epoch after storing ASLEEP (a wake that rang
- *                      before the store rang nobody)
  * Not faults under this property (no counterexample; README.md):
  *   NO_SLEEPER_FENCE with ASYM=0: the look's first pop fences anyway
  *   NO_COMMIT_CLEAR    ws_sleep_commit does not clear `waking` (the next
@@ -118,9 +110,7 @@ byte q;                 /* tasks visible in the queues */
 byte sleepers;
 byte waking;
 byte epoch;             /* futex word; changed by RMWs only */
-bit asleep[NW];         /* blocked in futex_wait(bell[i], ASLEEP) */
-byte bell[NW];          /* 0 AWAKE, 1 ASLEEP, 3 RUNG (sleep.h); seq_cst
-                           stores, loads and CASes only: never buffered */
+bit asleep[NW];         /* blocked in futex_wait(epoch) */
 #if TIMED
 bit timed[NW];          /* its one unwoken return is used */
 #endif
@@ -225,40 +215,30 @@ inline rd(t, v, r) {
 #define WAKE_ONE_FENCE(t) flushall(t)
 #endif
 
-/* ring (sleep.c): after the waker's RMW of epoch, the first ASLEEP bell
- * from a start that varies is CASed to RUNG and its futex woken; any
- * ASLEEP bell may be the one. None: nobody sleeps on a bell (a sleeper
- * not yet ASLEEP reads the new epoch before it would block). */
-inline ring_one() {
+inline futex_wake_one() {
   d_step {
     if
-    :: bell[0] == 1 -> bell[0] = 3; asleep[0] = 0
+    :: asleep[0] -> asleep[0] = 0
 #if NW > 1
-    :: bell[1] == 1 -> bell[1] = 3; asleep[1] = 0
+    :: asleep[1] -> asleep[1] = 0
 #endif
 #if NW > 2
-    :: bell[2] == 1 -> bell[2] = 3; asleep[2] = 0
+    :: asleep[2] -> asleep[2] = 0
 #endif
 #if NW > 3
-    :: bell[3] == 1 -> bell[3] = 3; asleep[3] = 0
+    :: asleep[3] -> asleep[3] = 0
 #endif
     :: else -> skip
     fi
   }
 }
 
-/* ws_sleep_notify (sleep.h) and ws_sleep_wake_one (sleep.c); `fr`: the
- * caller's `fresh` (woken, has not published since: two rings past the
- * one-in-flight rule); ws_sleep_chain passes 0. Uses the caller's locals
- * r, ok. */
-inline notify(t, fr) {
+/* ws_sleep_notify (sleep.h 53-58) and ws_sleep_wake_one (sleep.c 130-154);
+ * ws_sleep_chain is the same call. Uses the caller's locals r, ok. */
+inline notify(t) {
   d_step { LIGHT_FENCE(t); rd(t, V_SLEEPERS, r) }
   if
   :: r == 0
-  :: r != 0 && fr ->
-     d_step { WAKE_ONE_FENCE(t); fr = 0; epoch++ };
-     ring_one();
-     ring_one()
   :: else ->
      d_step {
        WAKE_ONE_FENCE(t);
@@ -275,7 +255,7 @@ inline notify(t, fr) {
      };
      if
      :: ok -> d_step { epoch++; ok = 0 };   /* seq_cst RMW */
-              ring_one()
+              futex_wake_one()              /* futex_wake(epoch, 1) */
      :: else
      fi
   fi;
@@ -297,21 +277,20 @@ inline run_task(t) {
   if
   :: d_step { spawns > 0 -> spawns-- };
      bput(t, V_Q, 1);
-     notify(t, fresh)
+     notify(t)
   :: else
   fi
 }
 
 proctype worker(byte me) {
   byte e, r;
-  bit ok, found, fresh, nofresh;
+  bit ok, found;
   do
   :: d_step { flushall(me); take(me) };     /* find_work, idle_search */
      if
      :: found -> run_task(me)
      :: else ->
         /* ws_sleep_prepare */
-        fresh = 0;
         bput(me, V_SLEEPERS, 1);            /* sleepers += 1 (seq_cst RMW) */
 #ifndef LATE_EPOCH
         e = epoch;                          /* seq_cst load */
@@ -334,45 +313,28 @@ proctype worker(byte me) {
         if
         :: found ->
            bput(me, V_SLEEPERS, -1);        /* ws_sleep_cancel */
-           notify(me, nofresh);             /* ws_sleep_chain */
+           notify(me);                      /* ws_sleep_chain */
            run_task(me)
         :: else ->
 #ifdef LATE_EPOCH
            e = epoch;
 #endif
-           /* ws_sleep_commit with a bell: ASLEEP (seq_cst store), the
-            * epoch (seq_cst load), then futex_wait(bell, ASLEEP), which
-            * compares and sleeps atomically (a later step: a ring may
-            * come between) */
-           d_step { flushall(me); bell[me] = 1 };
-           if
-#ifndef NO_BELL_EPOCH
-           :: epoch == e ->
-#else
-           :: true ->
-#endif
-              d_step {
-                if
-                :: bell[me] == 1 -> asleep[me] = 1
-                :: else
-                fi
-              }
-           :: else
-           fi;
+           /* ws_sleep_commit: futex_wait(epoch, e) compares and sleeps
+            * atomically, after the kernel's full barrier */
+           d_step {
+             flushall(me);
+             if
+             :: epoch == e -> asleep[me] = 1
+             :: else
+             fi;
+             e = 0
+           };
 endsleep:  if
            :: (asleep[me] == 0)             /* woken */
 #if TIMED
            :: d_step { asleep[me] && !timed[me] -> asleep[me] = 0; timed[me] = 1 }
 #endif
            fi;
-           d_step {                         /* xchg AWAKE; woken: fresh */
-             flushall(me); bell[me] = 0;
-             if
-             :: epoch != e -> fresh = 1
-             :: else
-             fi;
-             e = 0
-           };
            bput(me, V_SLEEPERS, -1);        /* sleepers -= 1 */
 #ifndef NO_COMMIT_CLEAR
            bput(me, V_WAKING, 0);           /* waking = 0 */
@@ -381,7 +343,7 @@ endsleep:  if
            if
            :: found ->
 #ifndef NO_CHAIN
-              notify(me, nofresh);          /* ws_sleep_chain */
+              notify(me);                   /* ws_sleep_chain */
 #endif
               run_task(me)
            :: else
@@ -393,11 +355,11 @@ endsleep:  if
 
 proctype producer(byte me) {
   byte k, r;
-  bit ok, nofresh;
+  bit ok;
   do
   :: k < NI ->
      bput(me, V_Q, 1);                      /* publish the task */
-     notify(me, nofresh);                   /* ws_after_push */
+     notify(me);                            /* ws_after_push */
      k++
   :: else -> break
   od;

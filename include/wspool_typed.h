@@ -307,9 +307,17 @@
 /* m applied to a parenthesised list whose macros expand first. */
 #define POOL__APPLY(m, args) m args
 /* How many arguments, 1..14. */
-#define POOL__NARG(...) \
-  POOL__NARG_(__VA_ARGS__, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define POOL__NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, N, ...) N
+#define POOL__NARG(...)                                                                 \
+  POOL__NARG_(__VA_ARGS__, MANY, MANY, MANY, MANY, MANY, MANY, MANY, MANY, 14, 13, 12, 11, \
+              10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define POOL__NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, \
+                    _18, _19, _20, _21, _22, N, ...)                                         \
+  N
+/* 15 to 22 arguments: an error in every compiler (a negative array size;
+ * an undefined POOL_TASK_<type> would be an implicit-int declaration, a
+ * warning only in clang's C modes). */
+#define POOL_TASK_MANY(RTYPE, NAME, ...) typedef char pool__task_takes_at_most_14_arguments[-1]
+#define POOL_VOID_TASK_MANY(NAME, ...) typedef char pool__task_takes_at_most_14_arguments[-1]
 
 /* For k arguments, four parenthesised lists:
  *   (fields)  T1 a1; T2 a2;                 members of the frame's args

@@ -142,7 +142,7 @@ static int w(int a, int b, int c, int d, int e, int f, int g, int h, int i, int 
 POOL_TASK(int, w, int, int, int, int, int, int, int, int, int, int, int, int, int, int);
 long use(long *p) { (void)p; return w_run(NULL, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14); }
 B
-check args15 FAIL "POOL_TASK_int\|error" c "${c11[@]}" <<'B'
+check args15 FAIL "at_most_14_arguments" c "${c11[@]}" <<'B'
 static int w(int a, int b, int c, int d, int e, int f, int g, int h, int i, int j, int k, int l,
              int m, int n, int o) { return a + b + c + d + e + f + g + h + i + j + k + l + m + n + o; }
 POOL_TASK(int, w, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int);

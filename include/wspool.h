@@ -1455,6 +1455,97 @@ POOL_API int pool_dump_state(int fd);
 
 /** @} */
 
+/** \defgroup profile Work/span profile
+ *  Why does a program not scale? The profile measures the region's
+ *  *work* (T1: the time of all its strands of code, as if run on one
+ *  worker) and *span* (Tinf: the longest chain of strands that must run
+ *  one after the other), so their ratio, the *parallelism*, bounds the
+ *  speedup on any number of cores (docs/profiling.md):
+ * \code
+ * pool_profile_t pr;
+ * pool_profile_begin(pool);
+ * fib_run(pool, 30);                   // any fork/join, loops, groups
+ * pool_profile_end(pool, &pr);
+ * printf("parallelism %.1f\n", pr.parallelism);
+ * \endcode
+ *  `WSPOOL_PROFILE=1` profiles every pool from creation to destruction
+ *  and writes the summary to stderr (and, with `WSPOOL_TRACE`, into the
+ *  trace, where runtime/tools/wspool-timeline shows it).
+ *
+ *  What is measured: a spawn forks the clock (child and continuation both
+ *  start from the span at the spawn), a sync continues at the larger of the
+ *  two; pool_join(), typed tasks and pool_take() are spawns and syncs. A
+ *  loop's chunks are independent: its span is the longest chunk's time per
+ *  item (so it does not depend on how many workers split it), added to the
+ *  caller's. A group child starts at its spawner's span. Submitted tasks and
+ *  jobs are separate computations from 0, and so is each blocking call of a
+ *  thread other than the one that called pool_profile_begin(). The region's
+ *  span is the longest of all. Time spent waiting, stealing or in the
+ *  runtime's own bookkeeping counts in neither.
+ *
+ *  Cost: off, nothing on the inline paths and one load on the slow ones.
+ *  On, every spawn is published (as under a trace) and each spawn, sync and
+ *  task reads the clock: tiny tasks run several times slower, 10 us tasks
+ *  about 1 % (bench_profile prints both). A profiled pool_take() never
+ *  returns POOL_TAKEN: it runs the task itself and returns 0, so that the
+ *  task's time is a strand of its own.
+ *  @{ */
+
+/** The numbers of the P values pool_profile_t::speedup_min and speedup_max
+ *  give bounds for: 2, 4, 8, 16 and 64 cores. */
+#define POOL_PROFILE_CORES 5
+
+/** A region's work/span summary. Times in seconds. */
+typedef struct pool_profile {
+  double work;                 /**< T1: the time of every strand of the region */
+  double span;                 /**< Tinf: the longest chain of dependent strands */
+  double parallelism;          /**< work / span: the most speedup any P can give */
+  double burdened_span;        /**< span plus steal_cost for each continuation on
+                                    its path (a place a steal could cost) */
+  double burdened_parallelism; /**< work / burdened_span */
+  uint64_t tasks;              /**< tasks begun: spawned frames, group children,
+                                    loop chunks, submitted tasks and jobs */
+  double mean_task;            /**< work / tasks (0 without tasks) */
+  uint64_t steals;             /**< successful steals in the region */
+  double steal_cost;           /**< mean time of those steals; without any, the
+                                    2 us the burden assumes (steal_assumed 1) */
+  int steal_assumed;           /**< 1 when steal_cost is the assumed value */
+  unsigned cores[POOL_PROFILE_CORES]; /**< 2, 4, 8, 16, 64 */
+  double speedup_max[POOL_PROFILE_CORES]; /**< min(P, parallelism): T_P >= max(T1/P, Tinf) */
+  double speedup_min[POOL_PROFILE_CORES]; /**< T1 / (T1/P + burdened span): a greedy
+                                               scheduler's T_P <= T1/P + Tinf, burdened */
+} pool_profile_t;
+
+/**
+ * \brief Start a profiled region of \p pool, whose root strand is the
+ *        calling thread's code from here to pool_profile_end().
+ *
+ * Call it while the pool runs nothing of the region (tasks already running
+ * are counted from their next spawn, sync or task on).
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \return 0; EINVAL for no pool; EDEADLK from a worker of \p pool; EBUSY if
+ *         \p pool is being profiled (a region, or `WSPOOL_PROFILE`) or the
+ *         calling thread runs a region of another pool; ESHUTDOWN for a pool
+ *         being destroyed; EOWNERDEAD for a pool of the parent process.
+ */
+POOL_API int pool_profile_begin(pool_t *pool);
+
+/**
+ * \brief End the region pool_profile_begin() started on this thread and
+ *        write its summary to \p out.
+ *
+ * Call it once the region's work is done (waited for): tasks still
+ * running count as far as they got.
+ * \param pool the pool, or NULL (\ref nullpool).
+ * \param out receives the summary.
+ * \return 0; EINVAL for a NULL \p out or no pool; ENOENT if no region of
+ *         \p pool was begun by this thread (none, another thread's, or
+ *         `WSPOOL_PROFILE`'s); ESHUTDOWN for a pool being destroyed.
+ */
+POOL_API int pool_profile_end(pool_t *pool, pool_profile_t *out);
+
+/** @} */
+
 /** \defgroup placement Placement
  *  @{ */
 

@@ -58,6 +58,24 @@ void ws_placement_dealloc(struct pool *p, void *mem, size_t size);
 
 /* WSPOOL_STATS=1: the per-worker table on stderr (stats.c). */
 void ws_stats_report(struct pool *p);
+
+/* The work/span profile (profile.c; the strand rules are profile.h's). */
+struct ws_prof_rec;
+/* The spawn side: false when the frame stays unprofiled (no memory). */
+bool ws_prof_spawn(struct pool *p, ws_worker *w, void (**fn)(void *), void **arg);
+/* The sync side, once the child has finished (the sync cut at its start,
+ * ws_prof_pause): the caller's strand continues at the larger span, the
+ * frame gets its own fn and arg back, the record is freed. */
+void ws_prof_sync_end(struct ws_prof_rec *r, ws_worker *w, void (**fn)(void *), void **arg);
+/* A region of p: start (the counters now; `on`), and finish with the root
+ * strand's end (packed, 0 for none) into *out. */
+void ws_prof_region_start(struct pool *p, bool env);
+void ws_prof_region_finish(struct pool *p, uint64_t root, pool_profile_t *out);
+/* WSPOOL_PROFILE: the pool's whole life as a region, begun at create; at
+ * destroy its report goes to stderr (and the trace), and a region the
+ * destroying thread left open is dropped. */
+void ws_prof_env_begin(struct pool *p);
+void ws_prof_destroyed(struct pool *p);
 /* Worker `worker`'s counters (index checked by the caller). */
 void ws_read_stats(struct pool *p, unsigned worker, pool_worker_stats_t *out);
 

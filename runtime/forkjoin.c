@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "profile.h"
 
 /* A spawn from a thread that is not a worker of p: the frame goes on the
  * global queue; the push and its notify happen inside the pool's gate
@@ -44,7 +45,7 @@ static int spawn_outside(struct pool *p, ws_frame *f) {
  * a thief found it so (limit 0), the oldest half of the private frames is
  * published first. */
 static bool spawn_private(ws_worker *w, ws_frame *f) {
-  if (w->trace || WS_DEBUG) return false;
+  if (w->trace || WS_DEBUG || ws_prof_on(w->pool)) return false;
   if (ws_abi_load(&pool__tls.limit, ws_relaxed) == 0) {
     size_t n = (size_t)(ws_top() - w->priv_lo);
     if (n == 0) return false;
@@ -91,11 +92,21 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     f->spawner = ws_thread_tag();
 #endif
   }
+  bool inside = w && w->pool == p;
+  /* Profiled: the frame runs ws_prof_child with a record of fn and arg,
+   * and the publication is no part of the spawner's strand. */
+  bool prof = __builtin_expect(ws_prof_on(p), 0);
+  if (prof) ws_prof_spawn(p, inside ? w : NULL, &fn, &arg);
   f->fn = fn;
   f->arg = arg;
-  if (!(w && w->pool == p)) return spawn_outside(p, f);
-  if (!spawn_private(w, f)) spawn_public(w, f);
-  return 0;
+  if (!inside) {
+    rc = spawn_outside(p, f);
+  } else {
+    if (!spawn_private(w, f)) spawn_public(w, f);
+    rc = 0;
+  }
+  if (prof) ws_prof_wait_end(p, 0);
+  return rc;
 }
 
 /* The library's own spawn, sync and take, for callers that do not inline
@@ -238,6 +249,9 @@ static int wait_outside(ws_frame *f) {
  * published state: the library sets every state it gives back to IDLE
  * when the frame's sync returns. */
 static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, bool take) {
+  /* A profiled frame: the caller's strand ends here (profile.h). */
+  ws_prof_rec *pr = f->fn == ws_prof_child ? (ws_prof_rec *)f->arg : NULL;
+  if (pr) (void)ws_prof_pause(pr->pool);
   uint32_t st = ws_u32_load(&f->state, ws_acquire);
   bool finished = st == frame_state(f, FRAME_DONE);
   bool published = (finished || st == frame_state(f, FRAME_SPAWNED)) && f->hdr.exec == ws_frame_exec;
@@ -264,7 +278,10 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
       /* Run by a thief, or by an earlier out-of-order sync. */
     } else if (!f->owner) {
       int rc = wait_outside(f);
-      if (rc) return rc;
+      if (rc) {
+        if (pr) ws_prof_sync_end(pr, self, &f->fn, &f->arg);
+        return rc;
+      }
     } else if (f->owner != self) {
       return EINVAL; /* (debug: reported above) */
     } else {
@@ -272,16 +289,18 @@ static __attribute__((noinline)) int sync_slow(ws_frame *f, ws_worker *self, boo
     }
   }
   if (found == FOUND_UNSTARTED) {
-    /* Handed back: not a task run (the caller does the work). */
-    if (take) {
+    /* Handed back: not a task run (the caller does the work); but a
+     * profiled frame runs here, as a strand of its own (wspool.h). */
+    if (take && !pr) {
       ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
       return POOL_TAKEN;
     }
     uint64_t t0 = ws_trace_t0(self);
     f->fn(f->arg);
-    ws_trace_task(self, (ws_fnptr)f->fn, t0);
+    ws_trace_task(self, ws_prof_fn_of(f->fn, f->arg), t0);
     ws_counter_add(&self->stats.tasks, 1);
   }
+  if (pr) ws_prof_sync_end(pr, self, &f->fn, &f->arg);
   ws_u32_store(&f->state, FRAME_IDLE, ws_relaxed);
   return 0;
 }
@@ -415,6 +434,7 @@ typedef struct group_child {
   void *arg;
   ws_group *group;
   pool_fn drop; /* called instead of fn when the child is skipped, or NULL */
+  uint64_t prof_at; /* profiled: the spawner's span (packed; profile.h) */
 } group_child;
 
 _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too small");
@@ -457,14 +477,23 @@ static void group_done(ws_group *g, struct pool *p) {
 
 /* Runs a child of g on worker w in the calling thread's current scope,
  * which is g's; or skips it, once g is cancelled. True if it ran. */
-static bool child_run(ws_group *g, pool_fn fn, pool_fn drop, void *arg, ws_worker *w) {
+static bool child_run(ws_group *g, pool_fn fn, pool_fn drop, void *arg, ws_worker *w,
+                      uint64_t prof_at) {
   if (ws_ctx_cancelled(&g->unit)) {
     ws_counter_add(&w->stats.skipped, 1);
     if (drop) drop(arg);
     return false;
   }
   uint64_t t0 = ws_trace_t0(w);
-  fn(arg);
+  if (__builtin_expect(ws_prof_on(g->pool), 0)) {
+    /* From its spawner's span; its end counts in the region's span
+     * (profile.h: a group's wait does not take it up). */
+    ws_strand old = ws_prof_task_begin(g->pool, w, prof_at);
+    fn(arg);
+    ws_prof_max(&g->pool->prof.comp, ws_prof_task_end(old));
+  } else {
+    fn(arg);
+  }
   ws_trace_task(w, (ws_fnptr)fn, t0);
   return true;
 }
@@ -474,9 +503,10 @@ static void child_exec(ws_task *t, ws_worker *w) {
   pool_fn fn = c->fn, drop = c->drop;
   void *arg = c->arg;
   ws_group *g = c->group;
+  uint64_t prof_at = c->prof_at;
   ws_node_free(&w->pool->mem, ws_node_of(c), &w->nodes);
   ws_scope_set_ctx(ws__scope, &g->unit);
-  if (!child_run(g, fn, drop, arg, w)) pool__tls.tasks--; /* ws_run() counts a run */
+  if (!child_run(g, fn, drop, arg, w, prof_at)) pool__tls.tasks--; /* ws_run() counts a run */
   struct pool *p = g->pool;
   /* seq_cst (group_done): pairs with an outside waiter's registration
    * (ws_event). After this decrement the group may be gone; only the pool
@@ -562,21 +592,25 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   c->arg = arg;
   c->group = g;
   c->drop = drop;
+  bool prof = __builtin_expect(ws_prof_on(p), 0);
+  c->prof_at = prof ? ws_prof_fork(p) : 0;
   /* Relaxed: the push publishes it, and the child's decrement comes after
    * its run, which comes after this in happens-before. */
   int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
   if (WS_DEBUG && (had & GROUP_COUNT) == 0) ws_debug_busy_set(g, true);
   rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, 0);
+  if (prof) ws_prof_wait_end(p, 0); /* the push is no part of the strand */
   if (rc == 0) {
     if (!inside) ws_leave(p);
     return 0;
   }
+  uint64_t prof_at = c->prof_at;
   ws_node_free(&p->mem, n, inside ? &w->nodes : NULL);
   if (inside && rc == ENOMEM) {
     /* The deque cannot grow: run it now, as the group's. */
     ws_scope sc;
     ws_scope_enter(&sc, &g->unit);
-    if (child_run(g, fn, drop, arg, w)) pool__tls.tasks++; /* joins stats.tasks in ws_run() */
+    if (child_run(g, fn, drop, arg, w, prof_at)) pool__tls.tasks++; /* joins stats.tasks in ws_run() */
     ws_scope_pop(&sc);
     rc = 0;
   }
@@ -596,7 +630,9 @@ int pool_group_wait(pool_group_t *pg) {
   if (ws_i64_load(&g->pending, ws_relaxed) & GROUP_CONT) return EBUSY;
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");
+  uint64_t at = ws_prof_wait_begin(g->pool);
   int rc = group_wait(g);
+  ws_prof_wait_end(g->pool, at);
   /* The next round starts uncancelled: a cancel or failure racing with
    * this lands before it (this round's) or after (the next round's). */
   if (rc == 0) rc = ws_ctx_take_result(&g->unit);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "job.h"
+#include "profile.h"
 
 /* Edges beyond the two a job holds come in blocks of this many: 512 bytes. */
 enum { EDGE_BLOCK = 31 };
@@ -266,7 +267,7 @@ static void job_exec(ws_task *t, ws_worker *w) {
       pool__tls.tasks--; /* ws_run() counts a run */
     } else {
       uint64_t t0 = ws_trace_t0(w);
-      j->fn(j->arg);
+      ws_prof_run_task(w, j->fn, j->arg);
       ws_trace_task(w, (ws_fnptr)j->fn, t0);
     }
     job_complete(j, ws_ctx_result(&j->unit), w, &q);
@@ -429,9 +430,11 @@ int pool_job_wait(pool_job_t *pj) {
    * in turn, for a job suspended below it on this stack, and no order of
    * jobs prevents that. It blocks in a blocking region instead: a
    * stand-in runs the pool's work meanwhile (5.9). */
+  uint64_t at = ws_prof_wait_begin(p);
   if (w) pool_blocking_begin();
   ws_latch_block(p, &done);
   if (w) pool_blocking_end();
+  ws_prof_wait_end(p, at);
   if (!inside) ws_leave(p);
   return status_of(ws_i64_load(&j->busy, ws_acquire));
 }

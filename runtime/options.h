@@ -14,6 +14,7 @@ typedef enum ws_option_id {
   WS_OPT_CHAOS_SEED, /* the chaos build's seed (0: off) */
   WS_OPT_STANDINS,   /* each pool's stand-in limit (-1 when unset: 4 per worker) */
   WS_OPT_IDLE_POLL,  /* pool_config_default's idle poll in us (-1 when unset: automatic) */
+  WS_OPT_PROFILE,    /* 1: each pool's work/span profile on stderr at destroy */
   WS_OPT_COUNT
 } ws_option_id;
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "profile.h"
 
 /* Chunk indices are 32-bit so mid and high share one CAS word; cs grows
  * for ranges of more than 2^31 chunks so no index ever overflows. */
@@ -44,6 +45,8 @@ typedef struct pf_job {
   ws_size remaining; /* items not yet run */
   ws_u32 done;       /* 1 once remaining reached 0 */
   bool outside;      /* the caller blocks on the pool's event */
+  bool prof;         /* profiled (profile.h) */
+  ws_u64 prof_item;  /* then: the longest chunk's span per item (packed) */
 } pf_job;
 
 typedef struct pf_range {
@@ -130,12 +133,20 @@ static inline void run_chunk(pf_job *job, size_t lo, size_t hi, ws_worker *w) {
     if (w) ws_counter_add(&w->stats.skipped_items, skipped_items(job, lo, hi));
     return;
   }
+  ws_strand old;
+  if (__builtin_expect(job->prof, 0)) old = ws_prof_task_begin(job->pool, w, 0);
   if (!job->try_body) {
     job->body(lo, hi, job->ctx);
-    return;
+  } else {
+    int err = job->try_body(lo, hi, job->ctx);
+    if (err) ws_ctx_fail(&job->unit, err > 0 ? err : EINVAL);
   }
-  int err = job->try_body(lo, hi, job->ctx);
-  if (err) ws_ctx_fail(&job->unit, err > 0 ? err : EINVAL);
+  if (__builtin_expect(job->prof, 0)) {
+    /* The items of a chunk are independent: the loop's span is the
+     * longest chunk's per item (profile.h). */
+    uint64_t end = ws_prof_task_end(old);
+    ws_prof_max(&job->prof_item, ws_prof_pack(ws_prof_span_of(end) / (hi - lo), ws_prof_conts_of(end)));
+  }
 }
 
 /* Runs chunks [from, to) of a range of n items at base, without exposing
@@ -301,7 +312,16 @@ static int parfor(pool_t *pool, size_t begin, size_t end, size_t grain, pf_job *
   ws_scope sc;
   ws_ctx_init(&job->unit, ws_ctx_current());
   ws_scope_enter(&sc, &job->unit);
+  job->prof = ws_prof_on(p);
+  uint64_t at = job->prof ? ws_prof_pause(p) : 0;
   rc = parfor_run(p, w, inside, begin, end, grain, job);
+  if (job->prof) {
+    /* The caller's strand goes on after the loop's span (a fork of every
+     * chunk, one more continuation). */
+    uint64_t item = ws_u64_load(&job->prof_item, ws_relaxed);
+    ws_prof_resume(p, ws_prof_pack(ws_prof_span_of(at) + ws_prof_span_of(item),
+                                   ws_prof_conts_of(at) + ws_prof_conts_of(item) + 1));
+  }
   ws_scope_pop(&sc);
   if (!inside) ws_leave(p);
   return rc ? rc : ws_ctx_result(&job->unit);

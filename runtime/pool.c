@@ -12,6 +12,7 @@
 #include "api.h"
 #include "chaos.h"
 #include "count.h"
+#include "profile.h"
 #include "visitors.h"
 
 
@@ -375,6 +376,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
     free_pool(p, false);
     return rc;
   }
+  ws_prof_env_begin(p);
   /* Open the gate: remove CLOSED, keeping whatever late callers of the
    * struct's previous pool are counted (each leaves on its own). Release:
    * nothing to publish through the gate (callers get the pool through
@@ -507,6 +509,7 @@ int pool_destroy(pool_t *pool) {
     }
   }
   ws_visitors_wait(p);
+  ws_prof_destroyed(p);
   ws_stats_report(p);
   ws_trace_pool_destroyed(p);
   free_pool(p, false);
@@ -803,7 +806,51 @@ int pool_wait_idle(pool_t *pool) {
   if (w && w->pool == p) return EDEADLK;
   if ((rc = ws_enter(p)) != 0) return rc;
   ws_latch idle = ws_latch_idle();
+  uint64_t at = ws_prof_wait_begin(p);
   ws_latch_wait(p, &idle, NULL);
+  ws_prof_wait_end(p, at);
+  ws_leave(p);
+  return 0;
+}
+
+/* The work/span profile's regions (the rest is profile.c's). */
+int pool_profile_begin(pool_t *pool) {
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
+  ws_worker *w = ws_self();
+  if (w && w->pool == p) return EDEADLK;
+  if (ws_pool_forked(p)) return EOWNERDEAD;
+  if (ws__strand.pool) return EBUSY;
+  /* Inside the gate: the workers' array stays while it is read. */
+  if ((rc = ws_enter(p)) != 0) return rc;
+  uint32_t off = 0;
+  /* Acquire: the last region's end happened before this one's counts. */
+  if (!ws_u32_cas(&p->prof.on, &off, 2, ws_acquire)) {
+    ws_leave(p);
+    return EBUSY;
+  }
+  p->prof.root = pthread_self();
+  ws_prof_region_start(p, false);
+  ws__strand = (ws_strand){p, NULL, 0, 0, ws_prof_now()};
+  ws_leave(p);
+  return 0;
+}
+
+int pool_profile_end(pool_t *pool, pool_profile_t *out) {
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
+  if (!out) return EINVAL;
+  if (ws__strand.pool != p || ws__strand.w) return ENOENT;
+  if ((rc = ws_enter(p)) != 0) {
+    ws__strand = (ws_strand){0};
+    return rc;
+  }
+  ws_prof_cut(ws_prof_now());
+  uint64_t root = ws_prof_pack(ws__strand.span, ws__strand.conts);
+  ws__strand = (ws_strand){0};
+  ws_prof_region_finish(p, root, out);
   ws_leave(p);
   return 0;
 }

@@ -108,6 +108,9 @@ typedef struct ws_worker {
   ws_u32 doing, wait_kind;
   ws_ptr wait_word;
   ws_u64 wait_value;
+  /* The work/span profile (profile.h): ticks of strands run here, tasks
+   * begun here, successful steals and their ticks. */
+  ws_u64 prof_work, prof_tasks, prof_steals, prof_steal_ticks;
 
   /* ---- Blocking regions and stand-ins (docs/design.md 5.9) ---- */
   bool standin;         /* set before its thread starts; read-only after */
@@ -205,6 +208,20 @@ struct pool {
   WS_ALIGNED ws_u64 bq_queued;
   ws_event room;
   pthread_mutex_t resize_lock; /* one pool_resize at a time */
+  /* The work/span profile (profile.h, profile.c): `on` is read at every
+   * profiled decision and written by begin and end; the rest is written by
+   * threads that end strands, outside threads and separate computations. */
+  struct {
+    ws_u32 on;
+    WS_ALIGNED ws_u64 comp;       /* packed: the longest separate computation */
+    ws_u64 out_work, out_tasks;   /* outside threads' strands */
+    bool env;                     /* begun by WSPOOL_PROFILE, at create */
+    pthread_t root;               /* the thread of pool_profile_begin */
+    uint64_t tick0, ns0;          /* the region's start, for the tick rate */
+    uint64_t base[4];             /* work, tasks, steals, steal ticks at begin */
+    bool have;                    /* `result` holds the last region's */
+    pool_profile_t result;
+  } prof;
 };
 
 /* The calling thread's worker, NULL outside every pool. Initial-exec TLS:

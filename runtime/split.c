@@ -10,6 +10,7 @@
 
 #include "count.h"
 #include "latch.h"
+#include "profile.h"
 
 /* The header's inline paths write frames and workers through its own
  * declarations of the same layouts. */
@@ -38,6 +39,8 @@ POOL_API __thread struct pool__tls pool__tls __attribute__((tls_model("initial-e
 
 /* The calling thread's worker (scheduler.h), set here with the block. */
 __thread ws_worker *ws__self __attribute__((tls_model("initial-exec")));
+/* The strand this thread runs in a profiled pool (profile.h). */
+__thread ws_strand ws__strand __attribute__((tls_model("initial-exec")));
 
 void ws_set_self(ws_worker *w) {
   if (w) {
@@ -69,6 +72,17 @@ void ws_set_self(ws_worker *w) {
   ws_abi_store(&pool__tls.limit, 0, ws_relaxed);
 }
 
+/* A profiled frame's function (profile.h): the record's fn(arg), as a
+ * strand of its own that starts at the spawn's span. */
+void ws_prof_child(void *rec) {
+  ws_prof_rec *r = rec;
+  ws_worker *w = ws_self();
+  if (w && w->pool != r->pool) w = NULL;
+  ws_strand old = ws_prof_task_begin(r->pool, w, r->at);
+  r->fn(r->arg);
+  r->at = ws_prof_task_end(old);
+}
+
 /* Runs a frame that left its owner's fast path: stolen, popped while the
  * owner synced another frame, or taken from the global queue. Its owner,
  * pool and state are set (spawn_slow or frame_make_public). */
@@ -79,7 +93,7 @@ void ws_frame_exec(ws_task *t, ws_worker *w) {
   ws_scope_set_ctx(ws__scope, f->ctx); /* never skipped: its sync uses what it computes */
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);
-  ws_trace_task(w, (ws_fnptr)f->fn, t0);
+  ws_trace_task(w, ws_prof_fn_of(f->fn, f->arg), t0);
   /* The latch's last touch (latch.h): release for a worker owner (its
    * acquire load sees the task's effects), seq_cst for an outside one. */
   ws_worker *owner = f->owner;

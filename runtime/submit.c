@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "split.h"
 
 /* Completion accounting (docs/design.md 9). A pool_submit task
@@ -59,7 +60,7 @@ void ws_submit_run_direct(ws_worker *w, pool_fn fn, void *arg, ws_u64 *taken, bo
   ws_scope s;
   ws_scope_enter(&s, NULL);
   ws_submit_started(w, bounded);
-  fn(arg);
+  ws_prof_run_task(w, fn, arg);
   ws_scope_pop(&s);
   ws_submit_finished(w);
   ws_counter_add(taken, 1);
@@ -124,7 +125,7 @@ static inline void run_entry(ws_worker *w, const submit_batch *b, uint32_t i) {
   void *arg = b->e[i].arg;
   ws_submit_started(w, b->bounded);
   uint64_t t0 = ws_trace_t0(w);
-  fn(arg);
+  ws_prof_run_task(w, fn, arg);
   ws_trace_task(w, (ws_fnptr)fn, t0);
   ws_submit_finished(w);
 }

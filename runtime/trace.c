@@ -61,6 +61,16 @@ static void write_pool(struct pool *p) {
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"wspool pool %u "
           "(%u workers)\"}}",
           p->trace_pid, p->trace_pid, p->nthreads);
+  const pool_profile_t *r = &p->prof.result;
+  if (p->prof.have && r->work > 0 && r->span > 0) {
+    /* The last work/span region's summary (profile.c), in the form
+     * runtime/tools/wspool-timeline reads. */
+    sep();
+    fprintf(trace_file,
+            "{\"name\":\"wspool_profile\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"work_ns\":%.0f,"
+            "\"span_ns\":%.0f,\"tasks\":%" PRIu64 ",\"burdened_span_ns\":%.0f}}",
+            p->trace_pid, r->work * 1e9, r->span * 1e9, r->tasks, r->burdened_span * 1e9);
+  }
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
     ws_trace_buf *b = w->trace;

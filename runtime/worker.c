@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "busy.h"
+#include "profile.h"
 #include "split.h"
 
 /* The default idle poll (POOL_IDLE_POLL_AUTO): failed rounds before an
@@ -146,10 +147,13 @@ static ws_task *from_global(ws_worker *w, bool full) {
 /* Steals from victim v; NULL when it found nothing. Counted a steal (and a
  * remote one across NUMA nodes), or a steal failure. */
 static ws_task *steal_from(ws_worker *w, ws_worker *v) {
+  /* Profiled: a successful steal's time is the burden (profile.h). */
+  uint64_t t0 = ws_prof_on(w->pool) ? ws_prof_now() : 0;
   for (;;) {
     int lost;
     ws_task *t = ws_deque_steal(&v->dq, &lost);
     if (t) {
+      if (t0) ws_prof_steal(w, t0);
       /* Took its last public task: its owner's next spawn should publish. */
       if (ws_deque_empty_after_steal(&v->dq)) ws_ask_publish(v);
       ws_counter_add(&w->stats.steals, 1);

@@ -57,12 +57,12 @@ LAYERS = {
     'count.h': 0, 'count.c': 0,
     # 1: the scheduler (hooks.h: the hook state struct pool holds)
     'hooks.h': 1, 'scheduler.h': 1, 'split.h': 1, 'split.c': 1, 'worker.c': 1,
-    'submit.c': 1, 'latch.h': 1, 'latch.c': 1,
+    'submit.c': 1, 'latch.h': 1, 'latch.c': 1, 'profile.h': 1,
     # 2: the API
     'api.h': 2, 'options.h': 2, 'options.c': 2, 'forkjoin.c': 2, 'parfor.c': 2,
     'pool.c': 2, 'stats.c': 2, 'trace.c': 2, 'placement.c': 2, 'hooks.c': 2,
     'cpu.c': 2, 'tramp.S': 2, 'dump.c': 2, 'standin.c': 2, 'job.h': 2, 'job.c': 2,
-    'fstack.c': 2,
+    'fstack.c': 2, 'profile.c': 2,
 }
 PUBLIC_LAYER = 1
 INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.M)

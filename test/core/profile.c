@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT */
+/* The work/span profile (pool_profile_begin/end, WSPOOL_PROFILE) on
+ * programs whose work and span are known by construction, on 1 and 2
+ * workers. Every task spins for a set time by the clock, and measures what
+ * it really spun (a preempted spin still ends on time, or later); the
+ * program computes the true work (the sum) and span (the longest chain,
+ * by the DAG's own rule) from those measurements, and the profile must be
+ * within 10 % of both (15 % under sanitizers), its task count exact.
+ * An attempt whose spins overran (the machine took the CPU away) is held
+ * to the lower bounds and tried again, up to 6 times; the program runs
+ * alone (not beside other tests).
+ *
+ * Cases: chain (k tasks, each spawning the next: span = work), fan (m
+ * independent spawns: span = one task), fib (a spinning leaf per base case:
+ * span = one leaf, tasks = fib(n+1) - 1 spawns), loop (n items of a fixed
+ * cost: span = one item), submit (independent submitted tasks), group
+ * (children from the root), typed (POOL_TASK through pool_take), errors
+ * (every documented code), env (WSPOOL_PROFILE's report on stderr). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <wspool.h>
+#include <wspool_typed.h>
+
+#include "check.h"
+#include "testutil.h"
+
+#if TEST_UNDER_SANITIZER
+#define TOL 0.15
+#else
+#define TOL 0.10
+#endif
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A spin that overran (the thread lost its CPU): the run was disturbed,
+ * and a preemption may as well have hit a moment the program cannot time
+ * (between its last clock read and the runtime's; seen here: 20 ms once in
+ * a few thousand such moments under load). Lost time only adds to what the
+ * profile sees, so a disturbed attempt is held to the lower bounds alone. */
+static atomic_int disturbed;
+
+/* Spins until `ns` have passed; returns the time it took. */
+static uint64_t spin(uint64_t ns) {
+  uint64_t t0 = now_ns(), t;
+  while ((t = now_ns()) - t0 < ns) {
+  }
+  if (t - t0 > ns + ns / 20 + 20000) atomic_store(&disturbed, 1);
+  return t - t0;
+}
+
+/* Each case's attempt on a pool: up to ATTEMPTS until one is undisturbed,
+ * whose times must then be within the tolerance both ways; every attempt
+ * must be within it from below. */
+enum { ATTEMPTS = 6 };
+static int too_high;
+
+static void attempts(void (*run)(pool_t *), pool_t *pool) {
+  for (int a = 0; a < ATTEMPTS; a++) {
+    atomic_store(&disturbed, 0);
+    too_high = 0;
+    run(pool);
+    if (!atomic_load(&disturbed)) {
+      CHECK(!too_high);
+      return;
+    }
+  }
+  fprintf(stderr, "%u workers: every attempt was disturbed (a spin overran); upper bounds not "
+          "checked\n", pool_threads(pool));
+}
+
+static _Atomic uint64_t work_true;
+static const pool_profile_t *last;
+
+static void near(double got, double want, const char *what) {
+  if (got < want * (1 - TOL) || got > want * (1 + TOL)) {
+    bool low = got < want * (1 - TOL);
+    fprintf(stderr, "%s: profile %.6f s, true %.6f s (tolerance %.0f %%)\n", what, got, want,
+            TOL * 100);
+    if (last)
+      fprintf(stderr, "profile: work %.6f s, span %.6f s, %llu tasks, %llu steals%s\n", last->work,
+              last->span, (unsigned long long)last->tasks, (unsigned long long)last->steals,
+              atomic_load(&disturbed) ? " (disturbed)" : "");
+    CHECK(!low);
+    too_high = 1;
+  }
+}
+
+static void check_profile(const pool_profile_t *pr, double work, double span, uint64_t tasks) {
+  last = pr;
+  near(pr->work, work, "work");
+  near(pr->span, span, "span");
+  CHECK_EQ(pr->tasks, tasks);
+  CHECK(pr->parallelism > 0 && pr->burdened_parallelism > 0);
+  CHECK(pr->burdened_span >= pr->span);
+  CHECK(pr->burdened_parallelism <= pr->parallelism * (1 + 1e-9));
+  CHECK(pr->steal_cost > 0);
+  CHECK_EQ(pr->steal_assumed, pr->steals == 0);
+  for (int i = 0; i < POOL_PROFILE_CORES; i++) {
+    CHECK(pr->speedup_min[i] <= pr->speedup_max[i] * (1 + 1e-9));
+    CHECK(pr->speedup_max[i] <= (double)pr->cores[i]);
+  }
+  CHECK_EQ(pr->cores[0], 2u);
+  CHECK_EQ(pr->cores[POOL_PROFILE_CORES - 1], 64u);
+}
+
+/* ---- chain: each task spins, then spawns the next and syncs it ---------- */
+
+enum { CHAIN_K = 40, CHAIN_NS = 300000 };
+
+typedef struct chain_arg {
+  int i;
+  uint64_t span; /* true span of this task and what it spawns */
+} chain_arg;
+
+static void chain(void *p) {
+  chain_arg *a = p;
+  uint64_t t0 = now_ns();
+  spin(CHAIN_NS);
+  uint64_t t = now_ns() - t0;
+  if (a->i + 1 < CHAIN_K) {
+    chain_arg next = {a->i + 1, 0};
+    pool_task_t f;
+    CHECK_OK(pool_spawn(NULL, &f, chain, &next));
+    CHECK_OK(pool_sync(&f));
+    t0 = now_ns();
+    a->span += next.span;
+    t += now_ns() - t0;
+  }
+  atomic_fetch_add(&work_true, t);
+  a->span += t;
+}
+
+/* The root from outside: a spawn and its sync of the whole chain. */
+static void case_chain_on(pool_t *pool) {
+  atomic_store(&work_true, 0);
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_begin(pool));
+  chain_arg root = {0, 0};
+  pool_task_t f;
+  CHECK_OK(pool_spawn(pool, &f, chain, &root));
+  CHECK_OK(pool_sync(&f));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  double w = (double)atomic_load(&work_true) * 1e-9;
+
+  check_profile(&pr, w, (double)root.span * 1e-9, CHAIN_K);
+  near(pr.parallelism, 1.0, "chain parallelism");
+}
+static void case_chain_try(pool_t *pool) { attempts(case_chain_on, pool); }
+static void case_chain(void) { ON_POOLS(case_chain_try, 1, 2); }
+
+/* ---- fan: m spawns from one task, then m syncs -------------------------- */
+
+enum { FAN_M = 48, FAN_NS = 2000000 };
+
+typedef struct fan_arg {
+  uint64_t t;
+} fan_arg;
+
+static void fan_leaf(void *p) {
+  fan_arg *a = p;
+  a->t = spin(FAN_NS);
+  atomic_fetch_add(&work_true, a->t);
+}
+
+static void fan_root(void *p) {
+  uint64_t *span = p;
+  fan_arg a[FAN_M];
+  pool_task_t f[FAN_M];
+  for (int i = 0; i < FAN_M; i++) CHECK_OK(pool_spawn(NULL, &f[i], fan_leaf, &a[i]));
+  for (int i = FAN_M; i-- > 0;) CHECK_OK(pool_sync(&f[i]));
+  for (int i = 0; i < FAN_M; i++)
+    if (a[i].t > *span) *span = a[i].t;
+}
+
+static void case_fan_on(pool_t *pool) {
+  atomic_store(&work_true, 0);
+  uint64_t span = 0;
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_begin(pool));
+  pool_task_t f;
+  CHECK_OK(pool_spawn(pool, &f, fan_root, &span));
+  CHECK_OK(pool_sync(&f));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)span * 1e-9, FAN_M + 1);
+}
+static void case_fan_try(pool_t *pool) { attempts(case_fan_on, pool); }
+static void case_fan(void) { ON_POOLS(case_fan_try, 1, 2); }
+
+/* ---- fib with a spinning leaf ------------------------------------------- */
+
+enum { FIB_N = 11, FIB_LEAF_NS = 500000 };
+
+typedef struct pfib_arg {
+  int n;
+  uint64_t span;
+} pfib_arg;
+
+static void pfib(void *p) {
+  pfib_arg *a = p;
+  if (a->n < 2) {
+    a->span = spin(FIB_LEAF_NS);
+    atomic_fetch_add(&work_true, a->span);
+    return;
+  }
+  pfib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
+  pool_task_t f;
+  CHECK_OK(pool_spawn(NULL, &f, pfib, &x));
+  pfib(&y);
+  CHECK_OK(pool_sync(&f));
+  /* The spawned call and the direct one run in parallel. */
+  a->span = x.span > y.span ? x.span : y.span;
+}
+
+static void case_fib_on(pool_t *pool) {
+  atomic_store(&work_true, 0);
+  pfib_arg root = {FIB_N, 0};
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_begin(pool));
+  pool_task_t f;
+  CHECK_OK(pool_spawn(pool, &f, pfib, &root));
+  CHECK_OK(pool_sync(&f));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  /* Spawns: the root's, and one per call with n >= 2: fib(n+1) - 1. */
+  check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)root.span * 1e-9,
+                (uint64_t)fib_seq(FIB_N + 1));
+}
+static void case_fib_try(pool_t *pool) { attempts(case_fib_on, pool); }
+static void case_fib(void) { ON_POOLS(case_fib_try, 1, 2); }
+
+/* ---- a loop of items of a fixed cost ------------------------------------ */
+
+enum { LOOP_N = 96, LOOP_NS = 300000 };
+static _Atomic uint64_t loop_max;
+static _Atomic unsigned loop_seen[LOOP_N];
+
+/* A chunk [b, e): its items are independent, so the loop's true span is
+ * the longest item; a spin preempted past its end makes one item longer
+ * than its chunk's mean, which is what the profile can see (its rule, per
+ * chunk: time / items). So the true value here is the longest mean of a
+ * chunk, which for items of one cost is that cost. */
+static void loop_body(size_t b, size_t e, void *ctx) {
+  (void)ctx;
+  uint64_t sum = 0;
+  for (size_t i = b; i < e; i++) {
+    uint64_t t = spin(LOOP_NS);
+    sum += t;
+    atomic_fetch_add(&work_true, t);
+    atomic_fetch_add(&loop_seen[i], 1);
+  }
+  uint64_t mean = sum / (e - b), m = atomic_load(&loop_max);
+  while (mean > m && !atomic_compare_exchange_weak(&loop_max, &m, mean)) {
+  }
+}
+
+static void case_loop_on(pool_t *pool) {
+  atomic_store(&work_true, 0);
+  atomic_store(&loop_max, 0);
+  for (int i = 0; i < LOOP_N; i++) atomic_store(&loop_seen[i], 0);
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_begin(pool));
+  CHECK_OK(pool_parallel_for(pool, 0, LOOP_N, 0, loop_body, NULL));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  for (int i = 0; i < LOOP_N; i++) CHECK_EQ(atomic_load(&loop_seen[i]), 1u);
+  near(pr.work, (double)atomic_load(&work_true) * 1e-9, "loop work");
+  near(pr.span, (double)atomic_load(&loop_max) * 1e-9, "loop span");
+  CHECK(pr.tasks >= 1 && pr.tasks <= LOOP_N);
+}
+static void case_loop_try(pool_t *pool) { attempts(case_loop_on, pool); }
+static void case_loop(void) { ON_POOLS(case_loop_try, 1, 2); }
+
+/* ---- submitted tasks: separate computations ----------------------------- */
+
+enum { SUB_M = 32, SUB_NS = 500000 };
+static _Atomic uint64_t sub_max;
+
+static void sub_task(void *p) {
+  (void)p;
+  uint64_t t = spin(SUB_NS);
+  atomic_fetch_add(&work_true, t);
+  uint64_t m = atomic_load(&sub_max);
+  while (t > m && !atomic_compare_exchange_weak(&sub_max, &m, t)) {
+  }
+}
+
+static void case_submit_on(pool_t *pool) {
+  atomic_store(&work_true, 0);
+  atomic_store(&sub_max, 0);
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_begin(pool));
+  for (int i = 0; i < SUB_M; i++) CHECK_OK(pool_submit(pool, sub_task, NULL));
+  CHECK_OK(pool_wait_idle(pool));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)atomic_load(&sub_max) * 1e-9,
+                SUB_M);
+}
+static void case_submit_try(pool_t *pool) { attempts(case_submit_on, pool); }
+static void case_submit(void) { ON_POOLS(case_submit_try, 1, 2); }
+
+/* ---- a group's children, spawned from the root -------------------------- */
+
+static void case_group_on(pool_t *pool) {
+  atomic_store(&work_true, 0);
+  atomic_store(&sub_max, 0);
+  pool_profile_t pr;
+  pool_group_t g;
+  CHECK_OK(pool_group_init(&g, pool));
+  CHECK_OK(pool_profile_begin(pool));
+  for (int i = 0; i < SUB_M; i++) CHECK_OK(pool_group_spawn(&g, sub_task, NULL));
+  CHECK_OK(pool_group_wait(&g));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)atomic_load(&sub_max) * 1e-9,
+                SUB_M);
+}
+static void case_group_try(pool_t *pool) { attempts(case_group_on, pool); }
+static void case_group(void) { ON_POOLS(case_group_try, 1, 2); }
+
+/* ---- typed tasks (spawn, then pool_take in NAME_sync) ------------------- */
+
+static long tfib(int n);
+POOL_TASK(long, tfib, int);
+static long tfib(int n) {
+  if (n < 2) {
+    uint64_t t = spin(FIB_LEAF_NS);
+    atomic_fetch_add(&work_true, t);
+    return n;
+  }
+  tfib_frame f;
+  tfib_spawn(&f, n - 1);
+  long y = tfib(n - 2);
+  return tfib_sync(&f) + y;
+}
+
+static void case_typed_on(pool_t *pool) {
+  atomic_store(&work_true, 0);
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_begin(pool));
+  long r = 0;
+  CHECK_OK(tfib_run_rc(pool, &r, FIB_N));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  CHECK_EQ(r, fib_seq(FIB_N));
+  near(pr.work, (double)atomic_load(&work_true) * 1e-9, "typed work");
+  /* As fib: one leaf's time (every leaf spins the same). */
+  near(pr.span, (double)FIB_LEAF_NS * 1e-9, "typed span");
+  CHECK_EQ(pr.tasks, (uint64_t)fib_seq(FIB_N + 1));
+}
+static void case_typed_try(pool_t *pool) { attempts(case_typed_on, pool); }
+static void case_typed(void) { ON_POOLS(case_typed_try, 1, 2); }
+
+/* ---- errors ------------------------------------------------------------- */
+
+static pool_t *err_pool;
+static _Atomic int err_inside;
+
+static void begin_inside(void *p) {
+  (void)p;
+  atomic_store(&err_inside, pool_profile_begin(err_pool));
+}
+
+static void case_errors(void) {
+  pool_t *a = make_pool(2), *b = make_pool(1);
+  pool_profile_t pr;
+  CHECK_EQ(pool_profile_end(a, &pr), ENOENT);
+  CHECK_OK(pool_profile_begin(a));
+  CHECK_EQ(pool_profile_begin(a), EBUSY);
+  CHECK_EQ(pool_profile_begin(b), EBUSY); /* this thread runs a's region */
+  CHECK_EQ(pool_profile_end(b, &pr), ENOENT);
+  CHECK_EQ(pool_profile_end(a, NULL), EINVAL);
+  err_pool = a;
+  pool_task_t f;
+  CHECK_OK(pool_spawn(a, &f, begin_inside, NULL));
+  CHECK_OK(pool_sync(&f));
+  CHECK_EQ(atomic_load(&err_inside), EDEADLK);
+  CHECK_OK(pool_profile_end(a, &pr));
+  CHECK_EQ(pr.tasks, 1u);
+  CHECK_EQ(pool_profile_end(a, &pr), ENOENT);
+  /* Again, and a region left open at destroy is dropped. */
+  CHECK_OK(pool_profile_begin(a));
+  CHECK_OK(pool_destroy(a));
+  CHECK_OK(pool_profile_begin(b));
+  CHECK_OK(pool_profile_end(b, &pr));
+  CHECK_OK(pool_destroy(b));
+}
+
+/* ---- WSPOOL_PROFILE ----------------------------------------------------- */
+
+static void env_run(void *arg) {
+  (void)arg;
+  pool_t *pool = make_pool(2);
+  pfib_arg root = {6, 0};
+  pool_task_t f;
+  CHECK_OK(pool_spawn(pool, &f, pfib, &root));
+  CHECK_OK(pool_sync(&f));
+  pool_profile_t pr;
+  CHECK_EQ(pool_profile_begin(pool), EBUSY); /* the variable's region */
+  CHECK_EQ(pool_profile_end(pool, &pr), ENOENT);
+  CHECK_OK(pool_destroy(pool));
+}
+
+static void case_env(void) {
+  char buf[4096];
+  CHECK_OK(setenv("WSPOOL_PROFILE", "1", 1));
+  capture_stderr(buf, sizeof buf, env_run, NULL);
+  CHECK_OK(unsetenv("WSPOOL_PROFILE"));
+  if (!strstr(buf, "wspool: profile of pool") || !strstr(buf, "parallelism") ||
+      !strstr(buf, "P=64 [")) {
+    fprintf(stderr, "stderr was: %s\n", buf);
+    CHECK(!"no profile report");
+  }
+  /* fib(6) spawns fib(7) - 1 = 12 frames; the root's is the 13th. */
+  CHECK(strstr(buf, " 13 tasks of ") != NULL);
+}
+
+TEST_MAIN(240, TEST_CASE(chain), TEST_CASE(fan), TEST_CASE(fib), TEST_CASE(loop),
+          TEST_CASE(submit), TEST_CASE(group), TEST_CASE(typed), TEST_CASE(errors),
+          TEST_CASE(env))

@@ -826,7 +826,7 @@ int pool_profile_begin(pool_t *pool) {
   if ((rc = ws_enter(p)) != 0) return rc;
   uint32_t off = 0;
   /* Acquire: the last region's end happened before this one's counts. */
-  if (!ws_u32_cas(&p->prof.on, &off, 2, ws_acquire)) {
+  if (!ws_u32_cas(&p->prof_on, &off, 2, ws_acquire)) {
     ws_leave(p);
     return EBUSY;
   }

@@ -66,14 +66,14 @@ void ws_prof_region_start(struct pool *p, bool env) {
   p->prof.env = env;
   p->prof.tick0 = ws_prof_now();
   p->prof.ns0 = ws_trace_now();
-  ws_u32_store(&p->prof.on, 1, ws_relaxed);
+  ws_u32_store(&p->prof_on, 1, ws_relaxed);
   for (unsigned i = 0; i < p->nthreads; i++) ws_ask_publish(p->workers[i]);
 }
 
 /* Switches it off and computes the summary of the region, whose root
  * strand ended at `root` (packed; 0 for none). */
 void ws_prof_region_finish(struct pool *p, uint64_t root, pool_profile_t *out) {
-  ws_u32_store(&p->prof.on, 0, ws_relaxed);
+  ws_u32_store(&p->prof_on, 0, ws_relaxed);
   uint64_t now[4], tick1 = ws_prof_now(), ns1 = ws_trace_now();
   sums(p, now);
   double ns_per_tick = 1.0;
@@ -114,7 +114,7 @@ void ws_prof_env_begin(struct pool *p) {
 
 void ws_prof_destroyed(struct pool *p) {
   if (ws__strand.pool == p) ws__strand = (ws_strand){0};
-  if (!p->prof.env || !ws_u32_load(&p->prof.on, ws_relaxed)) return;
+  if (!p->prof.env || !ws_u32_load(&p->prof_on, ws_relaxed)) return;
   pool_profile_t r;
   ws_prof_region_finish(p, 0, &r);
   fprintf(stderr,

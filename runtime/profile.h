@@ -69,7 +69,7 @@ extern __thread ws_strand ws__strand __attribute__((tls_model("initial-exec")));
 
 /* Is the profile of p on? Relaxed: a switch read at each decision, which
  * begin and end make only while the region's work is not running. */
-static inline bool ws_prof_on(struct pool *p) { return ws_u32_load(&p->prof.on, ws_relaxed) != 0; }
+static inline bool ws_prof_on(struct pool *p) { return ws_u32_load(&p->prof_on, ws_relaxed) != 0; }
 
 /* Ends the calling thread's running segment at x (a strand of a profiled
  * pool must be running). */

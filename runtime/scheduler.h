@@ -189,6 +189,10 @@ struct pool {
   ws_u32 nstandins;
   ws_ptr standins;
   pool_config_t cfg;
+  /* The work/span profile is on (profile.h): read at every profiled
+   * decision (a publication, a loop, a submitted task's run, a steal),
+   * written by a region's begin and end, so on this read-mostly line. */
+  ws_u32 prof_on;
   bool is_default;
   struct ws_placement *placement;
   unsigned trace_pid; /* this pool's process track in the trace */
@@ -208,11 +212,10 @@ struct pool {
   WS_ALIGNED ws_u64 bq_queued;
   ws_event room;
   pthread_mutex_t resize_lock; /* one pool_resize at a time */
-  /* The work/span profile (profile.h, profile.c): `on` is read at every
-   * profiled decision and written by begin and end; the rest is written by
-   * threads that end strands, outside threads and separate computations. */
+  /* The work/span profile's region (profile.h, profile.c; `prof_on`
+   * above): written by threads that end strands, outside threads and
+   * separate computations, and by a region's begin and end. */
   struct {
-    ws_u32 on;
     WS_ALIGNED ws_u64 comp;       /* packed: the longest separate computation */
     ws_u64 out_work, out_tasks;   /* outside threads' strands */
     bool env;                     /* begun by WSPOOL_PROFILE, at create */

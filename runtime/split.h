@@ -134,7 +134,7 @@ static inline void ws_frame_make_public(ws_frame *f, ws_worker *w) {
 /* Opens the caller's fast spawn path if its deque holds work (6.4). */
 static inline void ws_fast_open(ws_worker *w) {
   /* Debug checks see every spawn and sync: the fast path stays closed. */
-  if (w->trace || WS_DEBUG || ws_u32_load(&w->pool->prof.on, ws_relaxed)) return;
+  if (w->trace || WS_DEBUG || ws_u32_load(&w->pool->prof_on, ws_relaxed)) return;
   ws_abi_store(&pool__tls.limit, (uintptr_t)w->priv_end, ws_relaxed);
   ws_fence(ws_seq_cst);
   if (ws_deque_size_hint(&w->dq) <= 0) ws_abi_store(&pool__tls.limit, 0, ws_relaxed);

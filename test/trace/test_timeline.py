@@ -286,6 +286,31 @@ def case_real_trace():
     return trace
 
 
+def case_real_profile():
+    """WSPOOL_PROFILE=1 with the trace: the runtime's own profile event, in
+    the form the tool reads, consistent with itself and printed by both."""
+    if APP is None:
+        print('  skipped: no program to trace (cross build)')
+        return
+    trace = os.path.join(TMP, 'prof.json')
+    env = dict(os.environ, WSPOOL_PROFILE='1')
+    p = subprocess.run([APP, trace], capture_output=True, text=True, timeout=120, env=env)
+    if not check(p.returncode == 0, f'real_profile: exit {p.returncode}: {p.stderr}'):
+        return
+    check('wspool: profile of pool' in p.stderr, f'real_profile: no report on stderr {p.stderr!r}')
+    with open(trace) as f:
+        events = json.load(f)
+    prof = [e for e in events if e.get('name') == 'wspool_profile']
+    if not check(len(prof) == 1, f'real_profile: {len(prof)} profile events'):
+        return
+    a = prof[0]['args']
+    check(0 < a['span_ns'] <= a['work_ns'] * 1.000001, f'real_profile: span/work {a}')
+    check(a['burdened_span_ns'] >= a['span_ns'], f'real_profile: burdened span {a}')
+    check(a['tasks'] >= 1, f'real_profile: tasks {a}')
+    r = run_tool(trace, '--text-only')
+    check('parallelism (work/span)' in r.stdout, f'real_profile: not printed:\n{r.stdout}')
+
+
 def case_truncated(trace):
     if trace is None:
         print('  skipped: no real trace')
@@ -506,7 +531,7 @@ def main(argv):
         for case in (case_truncated,):
             print(case.__name__[5:])
             case(trace)
-        for case in (case_nested, case_profile, case_pools, case_empty, case_large,
+        for case in (case_real_profile, case_nested, case_profile, case_pools, case_empty, case_large,
                      case_bad_input):
             print(case.__name__[5:])
             case()

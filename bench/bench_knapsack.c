@@ -20,7 +20,7 @@
  * Each variant WSPOOL_BENCH_RUNS times (default 5), interleaved after a
  * warm-up; medians with min and max; T1/Ts and T2/Ts against the plain
  * program. Lace's own knapsack is measured outside this repository
- * (docs/performance.md, "Lace"). */
+ * (docs/performance.md, "Lace"), on the instance KNAP_DUMP=file writes. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +181,19 @@ int main(void) {
   int runs = bench_runs();
   int n = (int)bench_env_long("KNAP_N", 24, 4, MAX_N);
   make_items(n, &capacity);
+  /* KNAP_DUMP=file: the instance as "n capacity" and a "value weight" line
+   * per item, for other programs to solve the same one. */
+  const char *dump = getenv("KNAP_DUMP");
+  if (dump) {
+    FILE *f = fopen(dump, "w");
+    if (!f) {
+      bench_fail("KNAP_DUMP: cannot write %s", dump);
+      return bench_exit_status();
+    }
+    fprintf(f, "%d %d\n", n, capacity);
+    for (int i = 0; i < n; i++) fprintf(f, "%d %d\n", items[i].value, items[i].weight);
+    fclose(f);
+  }
   pools[1] = bench_pool(1, BENCH_DEFAULT);
   pools[2] = bench_pool(2, BENCH_DEFAULT);
   int nv = NV;

@@ -3,6 +3,7 @@
  * error strings. */
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
@@ -328,6 +329,15 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
   return rc;
 }
 
+/* Adds the static TLS of a loaded module to *ctx (bytes). */
+static int add_tls(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  for (unsigned k = 0; k < info->dlpi_phnum; k++)
+    if (info->dlpi_phdr[k].p_type == PT_TLS)
+      *(size_t *)ctx += info->dlpi_phdr[k].p_memsz + info->dlpi_phdr[k].p_align;
+  return 0;
+}
+
 /* The workers' stacks (docs/design.md 10.2): one mapping for the pool,
  * nthreads slots of a guard (the size a thread gets by default) below a
  * stack of cfg.stack_size rounded up to pages, mapped PROT_NONE and made
@@ -335,13 +345,18 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
  * same commit charge, guard and size. What it saves is the C library's
  * per-thread work at the end: each joined thread's stack unmapped (a TLB
  * shootdown apiece), where free_pool unmaps them all at once. False, and
- * the C library's stacks for every worker, if it cannot be mapped. */
+ * the C library's stacks for every worker, if it cannot be mapped, or if
+ * the stack is small: a stack the C library is given also holds the
+ * thread's static TLS, and the sanitizers want 128 KiB beyond theirs (they
+ * enlarge a stack the C library allocates, never a given one). */
 static bool map_stacks(struct pool *p, const pthread_attr_t *attr) {
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), guard = 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), guard = 0, tls = 0;
   if (pthread_attr_getguardsize(attr, &guard) != 0) guard = page;
   guard = (guard + page - 1) / page * page;
   size_t stack = (p->cfg.stack_size + page - 1) / page * page, slot = stack + guard;
   if (slot < stack || slot > SIZE_MAX / p->nthreads) return false;
+  dl_iterate_phdr(add_tls, &tls);
+  if (stack < tls + (256u << 10)) return false;
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #ifdef MAP_STACK
   flags |= MAP_STACK; /* as the C library's: no huge pages (Linux 6.7 on) */
@@ -384,7 +399,11 @@ static int start_workers(struct pool *p) {
     ws_worker *w = p->workers[i];
     void *stack = mapped ? worker_stack(p, i) : NULL;
     bool in_map = stack && pthread_attr_setstack(&own, stack, p->stack_slot - p->stack_guard) == 0;
-    if (pthread_create(&w->thread, in_map ? &own : &attr, worker_main, w) != 0) {
+    /* EINVAL: the stack refused (a C library that wants more of it for
+     * TLS); the C library's then. Any other error is the create's. */
+    int crc = in_map ? pthread_create(&w->thread, &own, worker_main, w) : EINVAL;
+    if (crc == EINVAL) crc = pthread_create(&w->thread, &attr, worker_main, w);
+    if (crc != 0) {
       rc = EAGAIN;
       break;
     }

@@ -3,10 +3,13 @@
  * error strings. */
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -147,6 +150,9 @@ static void free_pool(struct pool *p, bool forked) {
   if (!forked) pthread_mutex_destroy(&p->resize_lock);
   ws_placement_free(p);
   for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_destroy(&p->gq[l], !forked);
+  /* The workers' stacks, every one joined (map_stacks). A forked child
+   * keeps its copy: its one thread may be running on one of them. */
+  if (p->stacks && !forked) munmap(p->stacks, p->stack_slot * p->nthreads);
   recycle_pool(p);
 }
 
@@ -324,17 +330,81 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
   return rc;
 }
 
+/* Adds the static TLS of a loaded module to *ctx (bytes). */
+static int add_tls(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  for (unsigned k = 0; k < info->dlpi_phnum; k++)
+    if (info->dlpi_phdr[k].p_type == PT_TLS)
+      *(size_t *)ctx += info->dlpi_phdr[k].p_memsz + info->dlpi_phdr[k].p_align;
+  return 0;
+}
+
+/* The workers' stacks (docs/design.md 10.2): one mapping for the pool,
+ * nthreads slots of a guard (the size a thread gets by default) below a
+ * stack of cfg.stack_size rounded up to pages, mapped PROT_NONE and made
+ * writable a stack at a time, as the C library maps each thread's: the
+ * same commit charge, guard and size. What it saves is the C library's
+ * per-thread work at the end: each joined thread's stack unmapped (a TLB
+ * shootdown apiece), where free_pool unmaps them all at once. False, and
+ * the C library's stacks for every worker, if it cannot be mapped, or if
+ * the stack is small: a stack the C library is given also holds the
+ * thread's static TLS, and the sanitizers want 128 KiB beyond theirs (they
+ * enlarge a stack the C library allocates, never a given one). */
+static bool map_stacks(struct pool *p, const pthread_attr_t *attr) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), guard = 0, tls = 0;
+  if (pthread_attr_getguardsize(attr, &guard) != 0) guard = page;
+  guard = (guard + page - 1) / page * page;
+  size_t stack = (p->cfg.stack_size + page - 1) / page * page, slot = stack + guard;
+  if (slot < stack || slot > SIZE_MAX / p->nthreads) return false;
+  dl_iterate_phdr(add_tls, &tls);
+  if (stack < tls + (256u << 10)) return false;
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_STACK
+  flags |= MAP_STACK; /* as the C library's: no huge pages (Linux 6.7 on) */
+#endif
+  void *m = mmap(NULL, slot * p->nthreads, PROT_NONE, flags, -1, 0);
+  if (m == MAP_FAILED) return false;
+#ifdef MADV_NOHUGEPAGE
+  /* Older kernels: a few pages of each stack are touched, not 2 MiB. */
+  madvise(m, slot * p->nthreads, MADV_NOHUGEPAGE);
+#endif
+  p->stacks = m;
+  p->stack_slot = slot;
+  p->stack_guard = guard;
+  return true;
+}
+
+/* Worker i's stack in the pool's mapping, made writable; NULL when there
+ * is no mapping or no memory (the C library's stack then). */
+static void *worker_stack(struct pool *p, unsigned i) {
+  if (!p->stacks) return NULL;
+  char *lo = (char *)p->stacks + (size_t)i * p->stack_slot + p->stack_guard;
+  size_t size = p->stack_slot - p->stack_guard;
+  return mprotect(lo, size, PROT_READ | PROT_WRITE) == 0 ? lo : NULL;
+}
+
 /* Starts and binds the worker threads, then lets them take work (or, on
  * failure, stops those that started). 0, EAGAIN, ENOMEM or ENOTSUP. */
 static int start_workers(struct pool *p) {
-  pthread_attr_t attr;
+  pthread_attr_t attr, own;
   int rc = pthread_attr_init(&attr);
   if (rc) return rc == ENOMEM ? ENOMEM : EAGAIN;
   pthread_attr_setstacksize(&attr, p->cfg.stack_size);
+  bool mapped = pthread_attr_init(&own) == 0;
+  if (mapped && !map_stacks(p, &attr)) {
+    pthread_attr_destroy(&own);
+    mapped = false;
+  }
   bool warned = false;
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
-    if (pthread_create(&w->thread, &attr, worker_main, w) != 0) {
+    void *stack = mapped ? worker_stack(p, i) : NULL;
+    bool in_map = stack && pthread_attr_setstack(&own, stack, p->stack_slot - p->stack_guard) == 0;
+    /* EINVAL: the stack refused (a C library that wants more of it for
+     * TLS); the C library's then. Any other error is the create's. */
+    int crc = in_map ? pthread_create(&w->thread, &own, worker_main, w) : EINVAL;
+    if (crc == EINVAL) crc = pthread_create(&w->thread, &attr, worker_main, w);
+    if (crc != 0) {
       rc = EAGAIN;
       break;
     }
@@ -352,6 +422,7 @@ static int start_workers(struct pool *p) {
     w->cpu = -1; /* read by pool_worker_cpu(): after create returns, or in a hook */
   }
   pthread_attr_destroy(&attr);
+  if (mapped) pthread_attr_destroy(&own);
   ws_hooks_open(p, rc == 0); /* the workers may take work (hooks.h) */
   if (rc) stop_workers(p);
   return rc;

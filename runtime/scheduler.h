@@ -171,6 +171,11 @@ struct pool {
   unsigned nstarted;            /* threads started; set before `stop` */
   unsigned nthreads;            /* workers built: cfg.max_threads */
   ws_worker **workers;
+  /* The workers' stacks (pool.c, map_stacks): nthreads slots of
+   * stack_slot bytes, each a guard of stack_guard bytes and a stack; NULL
+   * when the C library's are used. */
+  void *stacks;
+  size_t stack_slot, stack_guard;
   /* asleep[i] != 0: worker i's deque is empty and stays so until worker i
    * stores 0, which it does before it can push again; thieves pass it over
    * (worker.c; the argument is docs/design.md 5.10). One word a worker,

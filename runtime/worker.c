@@ -484,9 +484,18 @@ void ws_worker_loop(ws_worker *w) {
     set_asleep(w, 0);
     ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
-    /* Woken to stop: the last look before leaving is the one that counts
-     * (below); a look here would be a second look at every worker. */
-    if (ws_u32_load(&p->stop, ws_relaxed)) continue;
+    /* Woken to stop (docs/design.md 5.5): its deque is still empty (it
+     * slept after an empty last look, and only it pushes), each other
+     * thread's holds only what that thread runs or hands on before it
+     * leaves, so it leaves at once unless a lane holds entries; then it
+     * goes to the last look, which counts. Acquire: pairs with destroy's
+     * seq_cst store; every push to a lane before the lane's close (or a
+     * reserved one before the drain) happens before, so the hint shows it. */
+    if (ws_u32_load(&p->stop, ws_acquire)) {
+      if (ws_global_maybe_nonempty(p)) continue;
+      set_asleep(w, 1); /* its deque is empty for good */
+      break;
+    }
     t = ws_find_work(w, NULL);
     if (t) {
       ws_sleep_chain(&p->sleep);

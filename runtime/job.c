@@ -7,12 +7,16 @@
  * not yet complete, plus one until it is started, falls to zero.
  *
  * A job's successors are a Treiber stack of edges (pool_job_after pushes,
- * any thread), closed by its completion with an exchange that leaves the
- * job's status in the word: an edge pushed before the close is released
- * by the completer, one that finds it closed is satisfied at once. The
- * edges are the successor's memory (two inside it, blocks after that), so
- * a predecessor never allocates, and they live until the successor is
- * ready, which is after every predecessor let go of its edge. */
+ * any thread) in its one shared word, `state`, beside its waiter bit; its
+ * completion is one CAS of that word to its status, which closes the list
+ * and publishes the status at once: an edge pushed before is released by
+ * the completer, one that finds it closed is satisfied then and there.
+ * The edges are the successor's memory (two inside it, blocks after
+ * that), so a predecessor never allocates, and they live until the
+ * successor is ready, which is after every predecessor let go of its edge.
+ * Until the start, a job counts its predecessors in a word of its own
+ * thread's (`holds`): `pending` needs one atomic step per edge, the
+ * predecessor's. */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -24,13 +28,13 @@
 enum { EDGE_BLOCK = 31 };
 
 typedef struct job_edge {
-  /* The next edge of the predecessor's list; once the list is closed, its
-   * completer's alone, tagged EDGE_RESERVED (job_complete). */
+  /* The next edge of the predecessor's list; once pushed, its completer's
+   * alone, tagged EDGE_RESERVED (job_complete). */
   struct job_edge *next;
   ws_job *succ; /* whose edge it is; NULL: a free slot of `own` */
 } job_edge;
 
-/* On `next` of a closed list's edge: its successor's pool is reserved. */
+/* On `next` of a pushed edge: its successor's pool is reserved. */
 #define EDGE_RESERVED ((uintptr_t)1)
 
 static job_edge *edge_next(const job_edge *e) {
@@ -43,13 +47,22 @@ typedef struct edge_block {
   job_edge e[EDGE_BLOCK];
 } edge_block;
 
-/* `succ` once the job completed: its status, odd (edges are aligned). */
-#define SUCC_CLOSED(status) ((void *)((uintptr_t)(unsigned)(status) << 1 | 1u))
-/* `busy`: NOT_DONE until complete, then the status << BUSY_SHIFT; WAITER
- * while an outside thread blocks on it (the latch's waiter bit). */
-#define BUSY_NOT_DONE ((int64_t)1)
-#define BUSY_WAITER ((int64_t)1 << 62)
-#define BUSY_SHIFT 8
+_Static_assert(_Alignof(job_edge) >= 4, "the state word's two flags");
+
+/* `state`: until complete, STATE_OPEN | STATE_WAITER while an outside
+ * thread blocks on it (the latch's waiter bit) | the successor list; then
+ * the status << STATUS_SHIFT (design.md 9.2). */
+#define STATE_OPEN ((int64_t)1)
+#define STATE_WAITER ((int64_t)2)
+#define STATE_FLAGS (STATE_OPEN | STATE_WAITER)
+#define STATUS_SHIFT 8
+
+static job_edge *state_list(int64_t v) { return (job_edge *)(uintptr_t)(v & ~STATE_FLAGS); }
+
+/* `pending` from the init to the start: UNSTARTED less the predecessors
+ * released so far, never 1 or below (fewer than 2^62 edges); the start
+ * adds `holds` - UNSTARTED, leaving the releases still to come. */
+#define UNSTARTED ((int64_t)1 << 62)
 
 #define JOB_MAGIC 0x6a6f62ull /* "job" */
 /* Initialised and not started, or started: the constant folded with the
@@ -62,11 +75,13 @@ struct ws_job {
   pool_fn fn;
   void *arg;
   struct pool *pool;
-  ws_i64 pending; /* predecessors not complete, + 1 until started */
-  ws_i64 busy;    /* BUSY_NOT_DONE, or the status (above) */
-  ws_ptr succ;    /* job_edge *, or SUCC_CLOSED(status) */
-  ws_ctx unit;    /* the job as a unit of work (cancel.h), nested in none */
-  ws_u64 magic;   /* JOB_NEW, JOB_STARTED; relaxed: any thread may check */
+  ws_i64 pending; /* started: releases to come; before: see UNSTARTED */
+  /* JOB_NEW, JOB_STARTED; relaxed: any thread may check. Beside `pending`
+   * (a 16-byte pair never straddles a line): a start touches one line. */
+  ws_u64 magic;
+  ws_i64 state;  /* STATE_OPEN | waiter | edges, or the status (above) */
+  int64_t holds; /* predecessors added before the start; its thread's */
+  ws_ctx unit;   /* the job as a unit of work (cancel.h), nested in none */
   job_edge own[2];
   union {
     edge_block *more; /* until ready: the edge blocks */
@@ -127,8 +142,8 @@ static void spin_until_clear(ws_i64 *word, int64_t mask) {
  * meanwhile, and j does not complete before job_settle clears it, once
  * the releaser is out of the pool. */
 static void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
-  /* Every predecessor let go of its edge before its decrement, and the
-   * last decrement (acq_rel) saw them all: the blocks are ours. */
+  /* Every predecessor let go of its edge before its release, and the
+   * last release (an acquire) saw them all: the blocks are ours. */
   struct pool *p = j->pool;
   for (edge_block *b = j->u.more, *n; b; b = n) {
     n = b->next;
@@ -167,48 +182,70 @@ refused:
   q->dead = j;
 }
 
-/* A predecessor of j completed (or j's start, or its group's end). */
-static void job_release(ws_job *j, int status, ws_worker *w, rel_q *q, bool reserved) {
+/* A predecessor of j completed, or its group ended (`take` 1), or j's
+ * start (`take` UNSTARTED - holds): takes `take` off j's count. */
+static void job_release(ws_job *j, int status, int64_t take, ws_worker *w, rel_q *q,
+                        bool reserved) {
   if (status) ws_ctx_fail(&j->unit, status); /* the first one sticks (EALREADY after) */
-  /* acq_rel: the releases of every earlier decrement (each after its
-   * predecessor let go of its edge) reach the one that reaches zero. */
-  if (ws_i64_fetch_add(&j->pending, -1, ws_acq_rel) == 1) job_ready(j, w, q, reserved);
+  /* Acquire: the releases of every earlier decrement (each after its
+   * releaser let go of its edge), RMWs all, reach a read of the last.
+   * Reading `take`, no release is left but this one and nothing else
+   * writes the word until j is ready (design.md 9.2, "The count"): a plain
+   * store, relaxed (j reaches its runner by a release push, or runs here).
+   * Otherwise acq_rel: the decrement that reaches zero acquires as above,
+   * and every other one releases its releaser's reads of its edge. */
+  if (ws_i64_load(&j->pending, ws_acquire) == take)
+    ws_i64_store(&j->pending, 0, ws_relaxed);
+  else if (ws_i64_fetch_add(&j->pending, -take, ws_acq_rel) != take)
+    return;
+  job_ready(j, w, q, reserved);
 }
 
-/* j ran (or was skipped) with `status`: close its list, publish the
- * status, j's last touch (a waiter may free it then), then release the
- * successors, so that none completes before j (design.md 9.2). Their
- * failure is recorded first (a failed predecessor that completes later
- * records its own after); a successor in a pool the completer is no
- * worker of has that pool reserved (ws_reserve) across the publish, so a
- * pool_wait_idle() or a pool_destroy() that saw j complete covers it.
- * The ready ones are queued by job_settle. */
+/* Before the close (job_complete): records j's failure in successor
+ * edge f's unit and reserves its pool when the completer is no worker of
+ * it, noting that on f's `next` (the completer's alone: see there). */
+static void edge_prepare(job_edge *f, int status, const ws_worker *w) {
+  ws_job *s = f->succ;
+  if (status) ws_ctx_fail(&s->unit, status);
+  if (!(w && w->pool == s->pool) && ws_reserve(s->pool) == 0)
+    f->next = (job_edge *)((uintptr_t)f->next | EDGE_RESERVED);
+}
+
+/* j ran (or was skipped) with `status`: close its list and publish the
+ * status in one step, j's last touch (a waiter may free it then), then
+ * release the successors, so that none completes before j (design.md
+ * 9.2). Before that step, each successor on the list has its failure
+ * recorded (a failed predecessor that completes later records its own
+ * after) and, in a pool the completer is no worker of, that pool reserved
+ * (ws_reserve), so a pool_wait_idle() or a pool_destroy() that saw j
+ * complete covers it. The ready ones are queued by job_settle. */
 static void job_complete(ws_job *j, int status, ws_worker *w, rel_q *q) {
   struct pool *p = j->pool;
-  /* acq_rel: acquire, every edge pushed before (release CAS in
-   * pool_job_after) is complete, its successor counted; release, an
-   * after() that finds it closed (acquire) sees j's writes. */
-  job_edge *e = ws_ptr_xchg(&j->succ, SUCC_CLOSED(status), ws_acq_rel);
-  /* The list is ours now: nothing else reads or writes its `next`s. */
-  for (job_edge *f = e, *n; f; f = n) {
-    n = edge_next(f);
-    ws_job *s = f->succ;
-    if (status) ws_ctx_fail(&s->unit, status);
-    if (!(w && w->pool == s->pool) && ws_reserve(s->pool) == 0)
-      f->next = (job_edge *)((uintptr_t)f->next | EDGE_RESERVED);
-  }
   /* Queued from outside by a releaser that has not completed yet
    * (job_ready): wait for it (a few instructions, unless it was
    * preempted). Acquire: its clear is its last touch of j. */
   spin_until_clear(&j->pending, ~(int64_t)0);
-  /* seq_cst: the latch's completer store, which an outside waiter's
-   * registration (its CAS of the waiter bit) pairs with (design.md 5.7).
-   * After it j may be gone: only the pool and the successors (each alive
-   * until our decrement) are touched. */
-  int64_t old = ws_i64_xchg(&j->busy, (int64_t)status << BUSY_SHIFT, ws_seq_cst);
+  /* Until the close, edges are only pushed on top: those below an edge
+   * already prepared stay as they are, and nothing but this completer
+   * reads or writes their `next`s (a pusher writes its own edge's, before
+   * its CAS). Acquire (the load and a failed CAS): the pushers' release
+   * CASes, so the edges read are whole. */
+  int64_t v = ws_i64_load(&j->state, ws_acquire);
+  job_edge *e = NULL; /* prepared: this edge and those below it */
+  do {
+    job_edge *top = state_list(v);
+    for (job_edge *f = top; f != e; f = edge_next(f)) edge_prepare(f, status, w);
+    e = top;
+    /* seq_cst: the latch's completer store (design.md 5.6), which an
+     * outside waiter's registration (its CAS of the waiter bit) pairs with
+     * (5.7); it releases j's writes to a waiter and to an after() that
+     * finds the list closed (9.2). Fails on a push or a waiter's mark:
+     * then again, from the new top. After it j may be gone: only the pool
+     * and the successors (each alive until our decrement) are touched. */
+  } while (!ws_i64_cas(&j->state, &v, (int64_t)status << STATUS_SHIFT, ws_seq_cst));
   /* Every wait for a job blocks (pool_job_wait), none helps: no worker
    * sleeps on this word, so only a registered waiter is woken. */
-  if (old & BUSY_WAITER) ws_latch_notify(p, WS_WAKE_OUTSIDE);
+  if (v & STATE_WAITER) ws_latch_notify(p, WS_WAKE_OUTSIDE);
   /* Each successor's edge is its own memory, alive until our decrement
    * (the last of them makes it ready): read all we need of it first. */
   while (e) {
@@ -216,7 +253,7 @@ static void job_complete(ws_job *j, int status, ws_worker *w, rel_q *q) {
     bool reserved = (uintptr_t)e->next & EDGE_RESERVED;
     ws_job *s = e->succ;
     struct pool *sp = s->pool;
-    job_release(s, 0, w, q, reserved);
+    job_release(s, 0, 1, w, q, reserved);
     if (reserved) ws_unreserve(sp); /* after its push */
     e = next;
   }
@@ -282,21 +319,20 @@ static void job_exec(ws_task *t, ws_worker *w) {
   }
 }
 
-/* A predecessor, or the start, let go of j from outside job_exec. */
-static void release_here(ws_job *j, int status) {
+/* A group's end, or the start, let go of j from outside job_exec. */
+static void release_here(ws_job *j, int status, int64_t take) {
   rel_q q = {.tail_ok = false};
   ws_worker *w = ws_self();
-  job_release(j, status, w, &q, false);
+  job_release(j, status, take, w, &q, false);
   job_settle(w, &q);
 }
 
-void ws_job_hold(ws_job *j) {
-  /* Relaxed: j is not started, so the count is at least 1 and cannot reach
-   * zero meanwhile; the release that hands j to its releaser orders it. */
-  ws_i64_fetch_add(&j->pending, 1, ws_relaxed);
-}
+/* Not an atomic: until the start only j's thread (one at a time) writes
+ * or reads it; releases meanwhile go to `pending`, which stays above 1
+ * (UNSTARTED) until the start adds the holds in. */
+void ws_job_hold(ws_job *j) { j->holds++; }
 
-void ws_job_release(ws_job *j, int status) { release_here(j, status); }
+void ws_job_release(ws_job *j, int status) { release_here(j, status, 1); }
 
 int pool_job_init(pool_job_t *pj, pool_t *pool, pool_fn fn, void *arg) {
   if (!pj || !fn) return EINVAL;
@@ -311,11 +347,13 @@ int pool_job_init(pool_job_t *pj, pool_t *pool, pool_fn fn, void *arg) {
   j->pool = p;
   /* Relaxed: the job reaches other threads through the caller's own
    * synchronisation, or a push (a release). */
-  ws_i64_store(&j->pending, 1, ws_relaxed);
-  ws_i64_store(&j->busy, BUSY_NOT_DONE, ws_relaxed);
-  ws_ptr_store(&j->succ, NULL, ws_relaxed);
+  ws_i64_store(&j->pending, UNSTARTED, ws_relaxed);
+  ws_i64_store(&j->state, STATE_OPEN, ws_relaxed);
+  j->holds = 0;
   ws_ctx_init(&j->unit, NULL);
-  j->own[0] = j->own[1] = (job_edge){NULL, NULL};
+  /* Free: `succ` says so (`next` is written when the edge is pushed). */
+  j->own[0].succ = NULL;
+  j->own[1].succ = NULL;
   j->u.more = NULL;
   ws_u64_store(&j->magic, JOB_NEW(j), ws_relaxed);
   return 0;
@@ -351,28 +389,25 @@ int pool_job_after(pool_job_t *pj, pool_job_t *ppred) {
   job_edge *e = edge_new(j);
   if (!e) return ENOMEM;
   e->succ = j;
-  ws_job_hold(j);
-  /* Acquire: a closed word is the completer's release exchange, after
-   * pred's writes, which j (run after this) must see; an open one is the
+  /* Acquire: a closed word is pred's completion, its CAS (a release after
+   * pred's writes, which j, run after this, must see); an open one is the
    * expected value of the CAS (acq_rel, whose failure acquires). */
-  void *h = ws_ptr_load(&pred->succ, ws_acquire);
+  int64_t h = ws_i64_load(&pred->state, ws_acquire);
   for (;;) {
-    if ((uintptr_t)h & 1u) {
-      /* pred's completer closed the list: the edge is satisfied now, once
-       * pred's status is published (a few instructions after the close,
-       * job_complete), so that j never runs before pred is complete. */
-      spin_until_clear(&pred->busy, BUSY_NOT_DONE);
+    if (!(h & STATE_OPEN)) {
+      /* pred is complete, its status final: the edge is satisfied now. */
       edge_undo(j, e);
-      int status = (int)((uintptr_t)h >> 1);
+      int status = (int)(h >> STATUS_SHIFT);
       if (status) ws_ctx_fail(&j->unit, status);
-      /* Relaxed: the start's hold keeps the count above zero. */
-      ws_i64_fetch_add(&j->pending, -1, ws_relaxed);
       return 0;
     }
-    e->next = h;
-    /* Release: the edge and j's count before the completer (which
-     * acquires with its exchange) reads them. */
-    if (ws_ptr_cas(&pred->succ, &h, e, ws_acq_rel)) return 0;
+    e->next = state_list(h);
+    /* Release: the edge, and j's initialisation, before the completer
+     * (which acquires) reads them. The flags stay as they are. */
+    if (ws_i64_cas(&pred->state, &h, (int64_t)(uintptr_t)e | (h & STATE_FLAGS), ws_acq_rel)) {
+      ws_job_hold(j); /* its release is pred's completer's */
+      return 0;
+    }
   }
 }
 
@@ -390,7 +425,7 @@ int pool_job_start(pool_job_t *pj) {
   ws_job *j = ws_job_unstarted(pj);
   if (!j) return EINVAL;
   ws_u64_store(&j->magic, JOB_STARTED(j), ws_relaxed);
-  release_here(j, 0);
+  release_here(j, 0, UNSTARTED - j->holds);
   return 0;
 }
 
@@ -410,16 +445,16 @@ int pool_job_submit(pool_t *pool, pool_job_t *pj, pool_fn fn, void *arg) {
   return 0;
 }
 
-static int status_of(int64_t busy) { return (int)(busy >> BUSY_SHIFT); }
+static int status_of(int64_t state) { return (int)(state >> STATUS_SHIFT); }
 
 int pool_job_wait(pool_job_t *pj) {
   ws_job *j = job_valid(pj);
   if (!j) return EINVAL;
   /* Acquire: the job's writes (its function's) before its completion. */
-  int64_t v = ws_i64_load(&j->busy, ws_acquire);
-  if (!(v & BUSY_NOT_DONE)) return status_of(v);
+  int64_t v = ws_i64_load(&j->state, ws_acquire);
+  if (!(v & STATE_OPEN)) return status_of(v);
   struct pool *p = j->pool;
-  ws_latch done = ws_latch_zero(&j->busy, BUSY_NOT_DONE, BUSY_WAITER);
+  ws_latch done = ws_latch_zero(&j->state, STATE_OPEN, STATE_WAITER);
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
   /* Not refused once destroy began: a job that can no longer run
@@ -436,14 +471,14 @@ int pool_job_wait(pool_job_t *pj) {
   if (w) pool_blocking_end();
   ws_prof_wait_end(p, at);
   if (!inside) ws_leave(p);
-  return status_of(ws_i64_load(&j->busy, ws_acquire));
+  return status_of(ws_i64_load(&j->state, ws_acquire));
 }
 
 int pool_job_status(const pool_job_t *pj) {
   ws_job *j = job_valid(pj);
   if (!j) return EINVAL;
-  int64_t v = ws_i64_load(&j->busy, ws_acquire);
-  return v & BUSY_NOT_DONE ? EINPROGRESS : status_of(v);
+  int64_t v = ws_i64_load(&j->state, ws_acquire);
+  return v & STATE_OPEN ? EINPROGRESS : status_of(v);
 }
 
 int pool_job_cancel(pool_job_t *pj) {

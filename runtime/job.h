@@ -11,7 +11,8 @@ typedef struct ws_job ws_job;
 
 /* The job in `pj` when it is initialised and not started; else NULL. */
 ws_job *ws_job_unstarted(pool_job_t *pj);
-/* One more predecessor of j (initialised, not started). */
+/* One more predecessor of j (initialised, not started), on the thread
+ * calling on j (a plain count, design.md 9.2: one thread at a time). */
 void ws_job_hold(ws_job *j);
 /* A predecessor of j completed with `status` (0: it succeeded; otherwise
  * j is skipped with that status, the first one given). Any thread. */

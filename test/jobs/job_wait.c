@@ -34,6 +34,13 @@
  *                  storage is free then: AddressSanitizer checks it).
  *  storage_reuse   one pool_job_t submitted, waited for and submitted again
  *                  many times, from main and from a task.
+ *  pushed_while_waited  outside threads wait for a job (not started, or
+ *                  running) while main puts 16 jobs after it, pausing
+ *                  between: the edges go on the word that holds the
+ *                  waiters' bit, and must keep it. The completer's worker
+ *                  is kept busy until every waiter returned (a spinning
+ *                  successor), so only the completion's own wake-up can
+ *                  wake them (a worker going idle would wake them too).
  * No timing assertions. */
 #include <errno.h>
 #include <pthread.h>
@@ -574,6 +581,110 @@ static void storage_reuse(pool_t *p) {
 
 static void case_storage_reuse(void) { ON_POOLS(storage_reuse, 1, 2, 4); }
 
+/* ---- pushed_while_waited ---------------------------------------------------------- */
+
+enum { PW_THREADS = 4, PW_SUCCS = 16 };
+
+typedef struct pw_state {
+  pool_job_t job, spin, succ[PW_SUCCS];
+  jgate gate; /* the job holds here, in the rounds that start it first */
+  atomic_uint ready, done, job_runs, succ_runs, spin_timeouts;
+  int got[PW_THREADS];
+} pw_state;
+
+static void pw_job(void *arg) {
+  pw_state *s = arg;
+  gate_pass(&s->gate);
+  atomic_fetch_add(&s->job_runs, 1);
+}
+
+/* After the job, on its completer's worker (the successor it runs next):
+ * busy until every waiter returned, or 10 s (a lost wake-up). */
+static void pw_spin(void *arg) {
+  pw_state *s = arg;
+  double end = job_now() + 10.0 * (double)test_stress_factor();
+  while (atomic_load(&s->done) < PW_THREADS) {
+    if (job_now() > end) {
+      atomic_fetch_add(&s->spin_timeouts, 1);
+      return;
+    }
+  }
+}
+
+static void pw_succ(void *arg) {
+  pw_state *s = arg;
+  CHECK_EQ(atomic_load(&s->job_runs), 1);
+  atomic_fetch_add(&s->succ_runs, 1);
+}
+
+typedef struct pw_arg {
+  pw_state *s;
+  int k;
+} pw_arg;
+
+static void *pw_waiter(void *v) {
+  pw_arg *a = v;
+  atomic_fetch_add(&a->s->ready, 1);
+  a->s->got[a->k] = pool_job_wait(&a->s->job);
+  atomic_fetch_add(&a->s->done, 1);
+  return NULL;
+}
+
+static void pushed_while_waited(pool_t *p) {
+  unsigned long rounds = check_iters(12);
+  pw_state *s = calloc(1, sizeof *s);
+  CHECK(s);
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&s->ready, 0);
+    atomic_store(&s->done, 0);
+    atomic_store(&s->job_runs, 0);
+    atomic_store(&s->succ_runs, 0);
+    atomic_store(&s->gate.open, 0);
+    atomic_store(&s->gate.waiting, 0);
+    CHECK_OK(pool_job_init(&s->job, p, pw_job, s));
+    CHECK_OK(pool_job_init(&s->spin, p, pw_spin, s));
+    CHECK_OK(pool_job_after(&s->spin, &s->job));
+    CHECK_OK(pool_job_start(&s->spin));
+    int early = r % 2; /* running (held at the gate) while waited for */
+    if (early) {
+      CHECK_OK(pool_job_start(&s->job));
+      CHECK(job_wait_until(&s->gate.waiting, 1));
+    }
+    pthread_t th[PW_THREADS];
+    pw_arg a[PW_THREADS];
+    for (int k = 0; k < PW_THREADS; k++) {
+      s->got[k] = -1;
+      a[k] = (pw_arg){s, k};
+      CHECK_OK(pthread_create(&th[k], NULL, pw_waiter, &a[k]));
+    }
+    CHECK(job_wait_until(&s->ready, PW_THREADS));
+    /* Not started: released by the completion, run after the waits. */
+    for (int i = 0; i < PW_SUCCS; i++) {
+      sleep_ms(1); /* the waiters block meanwhile, their bit set */
+      CHECK_OK(pool_job_init(&s->succ[i], p, pw_succ, s));
+      CHECK_OK(pool_job_after(&s->succ[i], &s->job));
+    }
+    CHECK_EQ(pool_job_status(&s->job), EINPROGRESS);
+    if (!early) CHECK_OK(pool_job_start(&s->job));
+    gate_open(&s->gate);
+    CHECK_OK(pool_job_wait(&s->spin));
+    CHECK_EQ(atomic_load(&s->spin_timeouts), 0); /* every waiter woke */
+    for (int k = 0; k < PW_THREADS; k++) {
+      CHECK_OK(pthread_join(th[k], NULL));
+      CHECK_OK(s->got[k]);
+    }
+    CHECK_EQ(atomic_load(&s->succ_runs), 0);
+    for (int i = 0; i < PW_SUCCS; i++) CHECK_OK(pool_job_start(&s->succ[i]));
+    for (int i = 0; i < PW_SUCCS; i++) CHECK_OK(pool_job_wait(&s->succ[i]));
+    CHECK_EQ(atomic_load(&s->succ_runs), PW_SUCCS);
+    CHECK_EQ(atomic_load(&s->job_runs), 1);
+  }
+  free(s);
+}
+
+static void case_pushed_while_waited(void) { ON_POOLS(pushed_while_waited, 1, 2, 4); }
+
 TEST_MAIN(300, TEST_CASE(outside_many), TEST_CASE(status_phases), TEST_CASE(job_waits_job),
           TEST_CASE(wait_chain), TEST_CASE(child_waits_job), TEST_CASE(other_pool),
-          TEST_CASE(free_when_complete), TEST_CASE(storage_reuse))
+          TEST_CASE(free_when_complete), TEST_CASE(storage_reuse),
+          TEST_CASE(pushed_while_waited))

@@ -3,8 +3,9 @@
  * pool_profile_end around the timed run; docs/profiling.md).
  *
  * Programs, each on 1 and 2 workers, off (no region) and on (a region):
- *  - fib(32) with no cutoff, pool_spawn/pool_sync on frames: the worst
- *    case, a few nanoseconds a task; beside it the plain recursion (Ts);
+ *  - fib(32) with no cutoff, pool_spawn/pool_sync on frames (bench_fib.h's
+ *    kernel): the worst case, a few nanoseconds a task; beside it the plain
+ *    recursion (Ts);
  *  - a fork/join tree of 4096 leaves of 10 us each (spinning on the clock);
  *  - pool_parallel_for over 20000 items of 10 us each, grain 1.
  * Each variant WSPOOL_BENCH_RUNS times (default 5), off and on alternating
@@ -18,30 +19,10 @@
 #include <stdlib.h>
 #include <wspool.h>
 
+#include "bench_fib.h"
 #include "benchutil.h"
 
 enum { FIB_N = 32, LEAVES = 4096, ITEMS = 20000, ITEM_NS = 10000 };
-
-static long fib_seq_plain(int n) { return n < 2 ? n : fib_seq_plain(n - 1) + fib_seq_plain(n - 2); }
-
-typedef struct fib_arg {
-  int n;
-  long r;
-} fib_arg;
-
-static void fib_task(void *p) {
-  fib_arg *a = p;
-  if (a->n < 2) {
-    a->r = a->n;
-    return;
-  }
-  fib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
-  pool_task_t t;
-  pool_spawn(NULL, &t, fib_task, &x);
-  fib_task(&y);
-  pool_sync(&t);
-  a->r = x.r + y.r;
-}
 
 static void spin_ns(uint64_t ns) {
   uint64_t t0 = bench_now_ns();
@@ -84,7 +65,7 @@ static double run(pool_t *p, int prog, int on, pool_profile_t *pr) {
     pool_task_t t;
     pool_spawn(p, &t, fib_task, &a);
     pool_sync(&t);
-    if (a.r != fib_seq_plain(FIB_N)) bench_fail("fib(%d) = %ld", FIB_N, a.r);
+    if (a.r != fib(FIB_N)) bench_fail("fib(%d) = %ld", FIB_N, a.r);
   } else if (prog == PROG_TREE) {
     tree_arg a = {0, LEAVES};
     pool_task_t t;
@@ -115,10 +96,11 @@ int main(void) {
          runs);
   /* The sequential fib, for T1/Ts. */
   double ts[BENCH_MAX_RUNS];
-  long sink = fib_seq_plain(FIB_N); /* warm-up */
+  volatile int fib_n = FIB_N; /* not a constant: each call is computed */
+  long sink = fib(fib_n);     /* warm-up */
   for (int r = 0; r < runs; r++) {
     double t0 = bench_now();
-    sink += fib_seq_plain(FIB_N);
+    sink += fib(fib_n);
     ts[r] = bench_now() - t0;
   }
   double tsm, tsl, tsh;

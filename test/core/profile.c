@@ -78,6 +78,13 @@ static void attempts(void (*run)(pool_t *), pool_t *pool) {
 }
 
 static _Atomic uint64_t work_true;
+
+/* *m = max(*m, v). */
+static void atomic_max(_Atomic uint64_t *m, uint64_t v) {
+  uint64_t old = atomic_load(m);
+  while (v > old && !atomic_compare_exchange_weak(m, &old, v)) {
+  }
+}
 static const pool_profile_t *last;
 
 static void near(double got, double want, const char *what) {
@@ -112,6 +119,15 @@ static void check_profile(const pool_profile_t *pr, double work, double span, ui
   CHECK_EQ(pr->cores[POOL_PROFILE_CORES - 1], 64u);
 }
 
+/* fn(arg) as the root task of a profiled region of pool, from outside. */
+static void profile_root(pool_t *pool, pool_fn fn, void *arg, pool_profile_t *pr) {
+  pool_task_t f;
+  CHECK_OK(pool_profile_begin(pool));
+  CHECK_OK(pool_spawn(pool, &f, fn, arg));
+  CHECK_OK(pool_sync(&f));
+  CHECK_OK(pool_profile_end(pool, pr));
+}
+
 /* ---- chain: each task spins, then spawns the next and syncs it ---------- */
 
 enum { CHAIN_K = 40, CHAIN_NS = 300000 };
@@ -143,12 +159,8 @@ static void chain(void *p) {
 static void case_chain_on(pool_t *pool) {
   atomic_store(&work_true, 0);
   pool_profile_t pr;
-  CHECK_OK(pool_profile_begin(pool));
   chain_arg root = {0, 0};
-  pool_task_t f;
-  CHECK_OK(pool_spawn(pool, &f, chain, &root));
-  CHECK_OK(pool_sync(&f));
-  CHECK_OK(pool_profile_end(pool, &pr));
+  profile_root(pool, chain, &root, &pr);
   double w = (double)atomic_load(&work_true) * 1e-9;
 
   check_profile(&pr, w, (double)root.span * 1e-9, CHAIN_K);
@@ -185,11 +197,7 @@ static void case_fan_on(pool_t *pool) {
   atomic_store(&work_true, 0);
   uint64_t span = 0;
   pool_profile_t pr;
-  CHECK_OK(pool_profile_begin(pool));
-  pool_task_t f;
-  CHECK_OK(pool_spawn(pool, &f, fan_root, &span));
-  CHECK_OK(pool_sync(&f));
-  CHECK_OK(pool_profile_end(pool, &pr));
+  profile_root(pool, fan_root, &span, &pr);
   check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)span * 1e-9, FAN_M + 1);
 }
 static void case_fan_try(pool_t *pool) { attempts(case_fan_on, pool); }
@@ -224,11 +232,7 @@ static void case_fib_on(pool_t *pool) {
   atomic_store(&work_true, 0);
   pfib_arg root = {FIB_N, 0};
   pool_profile_t pr;
-  CHECK_OK(pool_profile_begin(pool));
-  pool_task_t f;
-  CHECK_OK(pool_spawn(pool, &f, pfib, &root));
-  CHECK_OK(pool_sync(&f));
-  CHECK_OK(pool_profile_end(pool, &pr));
+  profile_root(pool, pfib, &root, &pr);
   /* Spawns: the root's, and one per call with n >= 2: fib(n+1) - 1. */
   check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)root.span * 1e-9,
                 (uint64_t)fib_seq(FIB_N + 1));
@@ -256,9 +260,7 @@ static void loop_body(size_t b, size_t e, void *ctx) {
     atomic_fetch_add(&work_true, t);
     atomic_fetch_add(&loop_seen[i], 1);
   }
-  uint64_t mean = sum / (e - b), m = atomic_load(&loop_max);
-  while (mean > m && !atomic_compare_exchange_weak(&loop_max, &m, mean)) {
-  }
+  atomic_max(&loop_max, sum / (e - b));
 }
 
 static void case_loop_on(pool_t *pool) {
@@ -286,9 +288,7 @@ static void sub_task(void *p) {
   (void)p;
   uint64_t t = spin(SUB_NS);
   atomic_fetch_add(&work_true, t);
-  uint64_t m = atomic_load(&sub_max);
-  while (t > m && !atomic_compare_exchange_weak(&sub_max, &m, t)) {
-  }
+  atomic_max(&sub_max, t);
 }
 
 static void case_submit_on(pool_t *pool) {

@@ -1539,8 +1539,10 @@ POOL_API int pool_profile_begin(pool_t *pool);
  * \param pool the pool, or NULL (\ref nullpool).
  * \param out receives the summary.
  * \return 0; EINVAL for a NULL \p out or no pool; ENOENT if no region of
- *         \p pool was begun by this thread (none, another thread's, or
- *         `WSPOOL_PROFILE`'s); ESHUTDOWN for a pool being destroyed.
+ *         \p pool was begun by this thread (none, another thread's,
+ *         `WSPOOL_PROFILE`'s, or one that pool_destroy() ended: a region
+ *         left open at destroy is dropped, and its thread may begin another);
+ *         ESHUTDOWN for a pool being destroyed.
  */
 POOL_API int pool_profile_end(pool_t *pool, pool_profile_t *out);
 

@@ -105,7 +105,13 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
     if (!spawn_private(w, f)) spawn_public(w, f);
     rc = 0;
   }
-  if (prof) ws_prof_wait_end(p, 0);
+  if (prof && rc != 0 && f->fn == ws_prof_child) {
+    /* Refused (destroy began): the record goes back, the frame is the
+     * caller's as it gave it. */
+    ws_prof_sync_end((ws_prof_rec *)f->arg, inside ? w : NULL, &f->fn, &f->arg);
+  } else if (prof) {
+    ws_prof_wait_end(p, 0);
+  }
   return rc;
 }
 

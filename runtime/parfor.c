@@ -133,7 +133,7 @@ static inline void run_chunk(pf_job *job, size_t lo, size_t hi, ws_worker *w) {
     if (w) ws_counter_add(&w->stats.skipped_items, skipped_items(job, lo, hi));
     return;
   }
-  ws_strand old;
+  ws_strand old = {0};
   if (__builtin_expect(job->prof, 0)) old = ws_prof_task_begin(job->pool, w, 0);
   if (!job->try_body) {
     job->body(lo, hi, job->ctx);

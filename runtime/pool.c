@@ -892,7 +892,7 @@ int pool_profile_begin(pool_t *pool) {
   ws_worker *w = ws_self();
   if (w && w->pool == p) return EDEADLK;
   if (ws_pool_forked(p)) return EOWNERDEAD;
-  if (ws__strand.pool) return EBUSY;
+  if (ws_prof_root_live()) return EBUSY;
   /* Inside the gate: the workers' array stays while it is read. */
   if ((rc = ws_enter(p)) != 0) return rc;
   uint32_t off = 0;
@@ -901,8 +901,8 @@ int pool_profile_begin(pool_t *pool) {
     ws_leave(p);
     return EBUSY;
   }
-  p->prof.root = pthread_self();
   ws_prof_region_start(p, false);
+  ws_ptr_store(&p->prof.root, &ws__strand, ws_relaxed);
   ws__strand = (ws_strand){p, NULL, 0, 0, ws_prof_now()};
   ws_leave(p);
   return 0;
@@ -913,7 +913,7 @@ int pool_profile_end(pool_t *pool, pool_profile_t *out) {
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
   if (!out) return EINVAL;
-  if (ws__strand.pool != p || ws__strand.w) return ENOENT;
+  if (!ws_prof_root_live() || ws__strand.pool != p) return ENOENT;
   if ((rc = ws_enter(p)) != 0) {
     ws__strand = (ws_strand){0};
     return rc;

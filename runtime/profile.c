@@ -73,6 +73,7 @@ void ws_prof_region_start(struct pool *p, bool env) {
 /* Switches it off and computes the summary of the region, whose root
  * strand ended at `root` (packed; 0 for none). */
 void ws_prof_region_finish(struct pool *p, uint64_t root, pool_profile_t *out) {
+  ws_ptr_store(&p->prof.root, NULL, ws_relaxed);
   ws_u32_store(&p->prof_on, 0, ws_relaxed);
   uint64_t now[4], tick1 = ws_prof_now(), ns1 = ws_trace_now();
   sums(p, now);
@@ -114,7 +115,13 @@ void ws_prof_env_begin(struct pool *p) {
 
 void ws_prof_destroyed(struct pool *p) {
   if (ws__strand.pool == p) ws__strand = (ws_strand){0};
-  if (!p->prof.env || !ws_u32_load(&p->prof_on, ws_relaxed)) return;
+  if (!p->prof.env || !ws_u32_load(&p->prof_on, ws_relaxed)) {
+    /* A region left open is over: its thread's root strand is stale
+     * (ws_prof_root_live drops it). */
+    ws_ptr_store(&p->prof.root, NULL, ws_relaxed);
+    ws_u32_store(&p->prof_on, 0, ws_relaxed);
+    return;
+  }
   pool_profile_t r;
   ws_prof_region_finish(p, 0, &r);
   fprintf(stderr,

@@ -67,6 +67,20 @@ typedef struct ws_strand {
 } ws_strand;
 extern __thread ws_strand ws__strand __attribute__((tls_model("initial-exec")));
 
+/* Drops the calling thread's root strand if its region is over without
+ * it (ended by a destroy on another thread): the pool struct outlives it
+ * (design.md 10.1), so reading it is safe. True when one is still live. */
+static inline bool ws_prof_root_live(void) {
+  struct pool *p = ws__strand.pool;
+  if (!p || ws__strand.w) return p != NULL;
+  /* Relaxed: this thread's own earlier store is what a live region shows;
+   * any other value means the region is not this thread's any more. */
+  if (ws_u32_load(&p->prof_on, ws_relaxed) && ws_ptr_load(&p->prof.root, ws_relaxed) == &ws__strand)
+    return true;
+  ws__strand = (ws_strand){0};
+  return false;
+}
+
 /* Is the profile of p on? Relaxed: a switch read at each decision, which
  * begin and end make only while the region's work is not running. */
 static inline bool ws_prof_on(struct pool *p) { return ws_u32_load(&p->prof_on, ws_relaxed) != 0; }

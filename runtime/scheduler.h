@@ -224,7 +224,7 @@ struct pool {
     WS_ALIGNED ws_u64 comp;       /* packed: the longest separate computation */
     ws_u64 out_work, out_tasks;   /* outside threads' strands */
     bool env;                     /* begun by WSPOOL_PROFILE, at create */
-    pthread_t root;               /* the thread of pool_profile_begin */
+    ws_ptr root; /* the ws__strand of pool_profile_begin's thread, or NULL */
     uint64_t tick0, ns0;          /* the region's start, for the tick rate */
     uint64_t base[4];             /* work, tasks, steals, steal ticks at begin */
     bool have;                    /* `result` holds the last region's */

@@ -17,6 +17,7 @@
  * (children from the root), typed (POOL_TASK through pool_take), errors
  * (every documented code), env (WSPOOL_PROFILE's report on stderr). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -365,6 +366,11 @@ static void begin_inside(void *p) {
   atomic_store(&err_inside, pool_profile_begin(err_pool));
 }
 
+static void *destroy_thread(void *p) {
+  CHECK_OK(pool_destroy(p));
+  return NULL;
+}
+
 static void case_errors(void) {
   pool_t *a = make_pool(2), *b = make_pool(1);
   pool_profile_t pr;
@@ -385,6 +391,16 @@ static void case_errors(void) {
   /* Again, and a region left open at destroy is dropped. */
   CHECK_OK(pool_profile_begin(a));
   CHECK_OK(pool_destroy(a));
+  CHECK_OK(pool_profile_begin(b));
+  CHECK_OK(pool_profile_end(b, &pr));
+  /* Left open, its pool destroyed by another thread: the region is over
+   * (ENOENT), and this thread may begin again. */
+  pool_t *c = make_pool(1);
+  CHECK_OK(pool_profile_begin(c));
+  pthread_t t;
+  CHECK_OK(pthread_create(&t, NULL, destroy_thread, c));
+  CHECK_OK(pthread_join(t, NULL));
+  CHECK_EQ(pool_profile_end(c, &pr), ENOENT);
   CHECK_OK(pool_profile_begin(b));
   CHECK_OK(pool_profile_end(b, &pr));
   CHECK_OK(pool_destroy(b));

@@ -61,8 +61,9 @@ void ws_stats_report(struct pool *p);
 
 /* The work/span profile (profile.c; the strand rules are profile.h's). */
 struct ws_prof_rec;
-/* The spawn side: false when the frame stays unprofiled (no memory). */
-bool ws_prof_spawn(struct pool *p, ws_worker *w, void (**fn)(void *), void **arg);
+/* The spawn side, entered at x (ws_prof_entry): false when the frame
+ * stays unprofiled (no memory). */
+bool ws_prof_spawn(struct pool *p, ws_worker *w, uint64_t x, void (**fn)(void *), void **arg);
 /* The sync side, once the child has finished (the sync cut at its start,
  * ws_prof_pause): the caller's strand continues at the larger span, the
  * frame gets its own fn and arg back, the record is freed. */

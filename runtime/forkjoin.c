@@ -75,6 +75,7 @@ static void spawn_public(ws_worker *w, ws_frame *f) {
 /* Everything but the common case: publication, growth, outside spawns. */
 static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task, pool_fn fn,
                                                 void *arg) {
+  uint64_t prof_x = ws_prof_entry(); /* profiled: the spawner's strand ends here */
   if (!task || !fn) return EINVAL;
   ws_worker *w = ws_self();
   int rc;
@@ -96,7 +97,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
   /* Profiled: the frame runs ws_prof_child with a record of fn and arg,
    * and the publication is no part of the spawner's strand. */
   bool prof = __builtin_expect(ws_prof_on(p), 0);
-  if (prof) ws_prof_spawn(p, inside ? w : NULL, &fn, &arg);
+  if (prof) ws_prof_spawn(p, inside ? w : NULL, prof_x, &fn, &arg);
   f->fn = fn;
   f->arg = arg;
   if (!inside) {
@@ -576,6 +577,7 @@ int pool_group_spawn(pool_group_t *pg, pool_fn fn, void *arg) {
 }
 
 int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop) {
+  uint64_t prof_x = ws_prof_entry(); /* profiled: the spawner's strand ends here */
   if (!pg || !fn) return EINVAL;
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_spawn on a group never initialised");
@@ -599,15 +601,15 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   c->group = g;
   c->drop = drop;
   bool prof = __builtin_expect(ws_prof_on(p), 0);
-  c->prof_at = prof ? ws_prof_fork(p) : 0;
+  c->prof_at = prof ? ws_prof_fork(p, prof_x) : 0;
   /* Relaxed: the push publishes it, and the child's decrement comes after
    * its run, which comes after this in happens-before. */
   int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
   if (WS_DEBUG && (had & GROUP_COUNT) == 0) ws_debug_busy_set(g, true);
   rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, 0);
-  if (prof) ws_prof_wait_end(p, 0); /* the push is no part of the strand */
   if (rc == 0) {
     if (!inside) ws_leave(p);
+    if (prof) ws_prof_wait_end(p, 0); /* the push is no part of the strand */
     return 0;
   }
   uint64_t prof_at = c->prof_at;
@@ -622,6 +624,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   }
   group_done(g, p);
   if (!inside) ws_leave(p);
+  if (prof) ws_prof_wait_end(p, 0);
   return rc;
 }
 

@@ -14,11 +14,11 @@
 /* The burden per continuation when the region had no steal to measure. */
 #define ASSUMED_STEAL_NS 2000.0
 
-bool ws_prof_spawn(struct pool *p, ws_worker *w, void (**fn)(void *), void **arg) {
+bool ws_prof_spawn(struct pool *p, ws_worker *w, uint64_t x, void (**fn)(void *), void **arg) {
   /* The child starts at the spawner's span; the spawner's strand goes on
    * as the continuation, one more place a steal costs. Cut first: what
    * follows (the record's allocation, the publication) is no part of it. */
-  uint64_t at = ws_prof_fork(p);
+  uint64_t at = ws_prof_fork(p, x);
   ws_node *n = ws_node_alloc(&p->mem, w ? &w->nodes : NULL);
   if (!n) return false;
   _Static_assert(sizeof(ws_prof_rec) <= sizeof(n->payload), "node too small");

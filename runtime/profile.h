@@ -148,11 +148,16 @@ static inline void ws_prof_run_task(ws_worker *w, void (*fn)(void *), void *arg)
  * frame spawned from outside) starts: the caller's strand cut, and its
  * span; or 0 when the thread runs no strand of p (then the operation is a
  * computation of its own, ws_prof_resume gives its end to `comp`). */
-static inline uint64_t ws_prof_pause(struct pool *p) {
+static inline uint64_t ws_prof_pause_at(struct pool *p, uint64_t x) {
   if (ws__strand.pool != p) return 0;
-  ws_prof_cut(ws_prof_now());
+  ws_prof_cut(x);
   return ws_prof_pack(ws__strand.span, ws__strand.conts);
 }
+static inline uint64_t ws_prof_pause(struct pool *p) { return ws_prof_pause_at(p, ws_prof_now()); }
+/* The time a spawn entered the runtime, when the calling thread runs a
+ * strand (a TLS test otherwise): its cut is there, not after the checks
+ * that come before the pool is known. */
+static inline uint64_t ws_prof_entry(void) { return ws__strand.pool ? ws_prof_now() : 0; }
 /* After it: the caller's strand continues at the larger of its own span
  * and `end` (packed). */
 static inline void ws_prof_resume(struct pool *p, uint64_t end) {
@@ -169,10 +174,10 @@ static inline void ws_prof_resume(struct pool *p, uint64_t end) {
 }
 
 /* A fork of the calling thread's strand (a spawn): the child's start
- * (packed), and the continuation goes on from the cut with one more place
- * a steal would cost. */
-static inline uint64_t ws_prof_fork(struct pool *p) {
-  uint64_t at = ws_prof_pause(p);
+ * (packed), cut at x (ws_prof_entry), and the continuation goes on from
+ * the cut with one more place a steal would cost. */
+static inline uint64_t ws_prof_fork(struct pool *p, uint64_t x) {
+  uint64_t at = ws_prof_pause_at(p, x);
   if (ws__strand.pool == p) ws__strand.conts++;
   return at;
 }

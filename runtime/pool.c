@@ -218,8 +218,10 @@ static void stop_workers(struct pool *p) {
   ws_u32_store(&p->stop, 1, ws_seq_cst);
   ws_sleep_wake_all(&p->sleep);
   /* Parked workers (pool_resize) leave through the loop's exit too; a
-   * resizer waiting for one to park sees 0 and returns. Release: as for
-   * the stand-ins below. */
+   * resizer waiting for one to park sees 0 and returns. seq_cst: release
+   * as for the stand-ins below, and after `stop` in S for a shrink that
+   * entered before the close and stores 1 after the workers left (the
+   * Dekker pair in pool_resize, design.md 10.4). */
   for (unsigned i = 0; i < p->nthreads; i++) {
     ws_worker *w = p->workers[i];
     if (!w || !w->started) continue;
@@ -227,7 +229,7 @@ static void stop_workers(struct pool *p) {
      * is too many with thousands): at 2 the parked worker does, at 1 a
      * shrinking pool_resize waiting for it to park (the worker then fails
      * its CAS on the 0 and does not park). */
-    if (ws_u32_xchg(&w->off, 0, ws_release) != 0) ws_futex_wake(&w->off, INT_MAX);
+    if (ws_u32_xchg(&w->off, 0, ws_seq_cst) != 0) ws_futex_wake(&w->off, INT_MAX);
   }
   /* Parked stand-ins go through the loop's exit, and its barrier, too.
    * Release: pairs with the parked thread's acquire load (worker.c); it
@@ -726,8 +728,12 @@ int pool_resize(pool_t *pool, unsigned threads) {
     for (unsigned i = threads; i < old; i++) {
       ws_u32 *off = &p->workers[i]->off;
       /* Acquire: pairs with the worker's acq_rel CAS to 2; its last task
-       * happened before. 0: destroy stopped the pool meanwhile. */
-      while (ws_u32_load(off, ws_acquire) == 1) ws_futex_wait(off, 1);
+       * happened before. 0: destroy stopped the pool meanwhile. A
+       * stopping pool's workers may have left without parking: seq_cst,
+       * Dekker with destroy's store of `stop` and its exchange of `off`
+       * (design.md 10.4): we see `stop`, or its exchange sees our 1. */
+      while (ws_u32_load(off, ws_acquire) == 1 && !ws_u32_load(&p->stop, ws_seq_cst))
+        ws_futex_wait(off, 1);
     }
   } else {
     for (unsigned i = old; i < threads; i++) {

@@ -12,8 +12,9 @@
  *  shrink     4 workers busy with 1 ms tasks from an outside producer;
  *             pool_resize(p, k) for k = 3, 2, 1: from its return on, no
  *             task sees more than k running or runs on a worker >= k.
- *  shrink_waits  a task on worker 1 sleeps 300 ms; pool_resize(p, 1)
- *             returns only after it ended (checked by a flag, not a clock).
+ *  shrink_waits  a task on each worker sleeps 300 ms; pool_resize(p, 1)
+ *             returns only after worker 1's ended (checked by a flag, not
+ *             a clock).
  *  grow       a pool of 1 (max 4): 4 tasks that each wait until 4 run at
  *             once cannot finish until pool_resize(p, 4); after it they
  *             do. Before it, nothing ran on workers 1..3.
@@ -21,8 +22,10 @@
  *             submit, fork/join fib runs from outside, parallel_for sums
  *             run from outside, jobs chain: every result exact, every task
  *             once; then a final shrink to 2 caps concurrency at 2.
- *  destroy    resizes race pool_destroy: each returns 0 or ESHUTDOWN, and
- *             nothing hangs. Scales with WSPOOL_STRESS. */
+ *  destroy    two threads' resizes race pool_destroy: each returns 0 or
+ *             ESHUTDOWN, and nothing hangs (a shrink that entered before
+ *             the close and tells workers to park after they stopped).
+ *             Scales with WSPOOL_STRESS. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -173,30 +176,36 @@ static void case_shrink(void) {
 
 /* ---- a shrink waits for the running task ---------------------------------- */
 
-static atomic_int long_started, long_ended;
+static atomic_int long_started, long_ended[2];
 
 static void long_task(void *arg) {
   (void)arg;
-  atomic_store(&long_started, pool_worker_id() + 1);
+  int id = pool_worker_id();
+  atomic_fetch_add(&long_started, 1);
   sleep_ms(300);
-  atomic_store(&long_ended, 1);
+  atomic_store(&long_ended[id], 1);
 }
 
 static void case_shrink_waits(void) {
   pool_t *p = sized_pool(2, 2);
-  /* Until the long task sits on worker 1: with both workers free, either
-   * may take it. */
+  /* Until one long task runs on each worker: two started before either
+   * ended ran at once, so on both workers (rarely one worker ran both
+   * in turn, the other asleep through the first: then again). Which
+   * worker a task wakes is the kernel's choice: waiting for a task on
+   * one chosen worker could take hundreds of tries. */
   for (int tries = 0;; tries++) {
-    CHECK(tries < 1000);
+    CHECK(tries < 100);
     atomic_store(&long_started, 0);
-    atomic_store(&long_ended, 0);
+    atomic_store(&long_ended[0], 0);
+    atomic_store(&long_ended[1], 0);
     CHECK_OK(pool_submit(p, long_task, NULL));
-    while (!atomic_load(&long_started)) sched_yield();
-    if (atomic_load(&long_started) == 2) break;
+    CHECK_OK(pool_submit(p, long_task, NULL));
+    while (atomic_load(&long_started) < 2) sched_yield();
+    if (!atomic_load(&long_ended[0]) && !atomic_load(&long_ended[1])) break;
     CHECK_OK(pool_wait_idle(p));
   }
   CHECK_OK(pool_resize(p, 1));
-  CHECK_EQ(atomic_load(&long_ended), 1);
+  CHECK_EQ(atomic_load(&long_ended[1]), 1); /* worker 1's task ended first */
   CHECK_OK(pool_destroy(p));
 }
 
@@ -317,14 +326,19 @@ static void case_destroy(void) {
   unsigned long reps = check_iters(12);
   for (unsigned long i = 0; i < reps; i++) {
     pool_t *p = sized_pool(1 + (unsigned)(i % 3), 4);
-    resizer r = {.pool = p, .seed = 0x9e3779b9u + i};
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, resize_loop, &r), 0);
+    /* Two resizers: one waits for resize_lock inside the gate while the
+     * other shrinks, so destroy often closes the gate and stops the
+     * workers between a resize's entry and its stores. */
+    resizer r[2] = {{.pool = p, .seed = 0x9e3779b9u + i}, {.pool = p, .seed = 0x7f4a7c15u + i}};
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) CHECK_EQ(pthread_create(&th[k], NULL, resize_loop, &r[k]), 0);
     for (int k = 0; k < 20; k++) CHECK_OK(pool_submit(p, noop, NULL));
     if (i % 2) sleep_ms(1);
     CHECK_OK(pool_destroy(p));
-    CHECK_EQ(pthread_join(th, NULL), 0);
-    CHECK(r.last_rc == 0 || r.last_rc == ESHUTDOWN);
+    for (int k = 0; k < 2; k++) {
+      CHECK_EQ(pthread_join(th[k], NULL), 0);
+      CHECK(r[k].last_rc == 0 || r[k].last_rc == ESHUTDOWN);
+    }
   }
 }
 

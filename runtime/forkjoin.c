@@ -111,7 +111,7 @@ static __attribute__((noinline)) int spawn_slow(pool_t *pool, pool_task_t *task,
      * caller's as it gave it. */
     ws_prof_sync_end((ws_prof_rec *)f->arg, inside ? w : NULL, &f->fn, &f->arg);
   } else if (prof) {
-    ws_prof_wait_end(p, 0);
+    ws_prof_resume_own(p);
   }
   return rc;
 }
@@ -609,7 +609,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, 0);
   if (rc == 0) {
     if (!inside) ws_leave(p);
-    if (prof) ws_prof_wait_end(p, 0); /* the push is no part of the strand */
+    if (prof) ws_prof_resume_own(p); /* the push is no part of the strand */
     return 0;
   }
   uint64_t prof_at = c->prof_at;
@@ -624,7 +624,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   }
   group_done(g, p);
   if (!inside) ws_leave(p);
-  if (prof) ws_prof_wait_end(p, 0);
+  if (prof) ws_prof_resume_own(p);
   return rc;
 }
 

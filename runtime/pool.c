@@ -790,11 +790,8 @@ int pool_memory(const pool_t *pool, size_t *bytes) {
   if (!bytes) return EINVAL;
   bool inside;
   if ((rc = query_enter(p, &inside)) != 0) return rc;
-  uint64_t sum = ws_u64_load(&p->mem.shared, ws_relaxed);
   /* Every worker built, those parked by pool_resize too. */
-  for (unsigned i = 0; i < p->nthreads; i++) sum += ws_u64_load(&p->workers[i]->mem_net, ws_relaxed);
-  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
-    sum += ws_u64_load(&ws_standin_at(p, k)->mem_net, ws_relaxed);
+  uint64_t sum = ws_u64_load(&p->mem.shared, ws_relaxed) + WS_THREADS_SUM(p, mem_net, ws_relaxed);
   if (!inside) ws_leave(p);
   *bytes = (int64_t)sum < 0 ? 0 : (size_t)sum;
   return 0;
@@ -862,12 +859,9 @@ int pool_pending(const pool_t *pool, size_t *queued, size_t *running) {
   if (!p) return rc;
   bool inside;
   if ((rc = query_enter(p, &inside)) != 0) return rc;
-  uint64_t fin = ws_standins_finished(p), sta = 0, sub = 0;
-  for (unsigned i = 0; i < p->nthreads; i++) fin += ws_u64_load(&p->workers[i]->finished, ws_acquire);
-  for (unsigned i = 0; i < p->nthreads; i++) sta += ws_u64_load(&p->workers[i]->starts, ws_acquire);
-  sta += ws_standins_started(p);
-  for (unsigned i = 0; i < p->nthreads; i++) sub += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
-  sub += ws_standins_submitted(p);
+  uint64_t fin = WS_THREADS_SUM(p, finished, ws_acquire);
+  uint64_t sta = WS_THREADS_SUM(p, starts, ws_acquire);
+  uint64_t sub = WS_THREADS_SUM(p, submitted, ws_relaxed);
   for (unsigned l = 0; l < WS_LANES; l++) sub += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
   if (!inside) ws_leave(p);
   if (queued) *queued = sub > sta ? (size_t)(sub - sta) : 0;

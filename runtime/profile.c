@@ -43,18 +43,10 @@ void ws_prof_sync_end(ws_prof_rec *r, ws_worker *w, void (**fn)(void *), void **
 /* Work, tasks, steals and steal ticks of every worker and stand-in of p,
  * with the outside threads' work and tasks. Relaxed: counters. */
 static void sums(struct pool *p, uint64_t out[4]) {
-  out[0] = ws_u64_load(&p->prof.out_work, ws_relaxed);
-  out[1] = ws_u64_load(&p->prof.out_tasks, ws_relaxed);
-  out[2] = out[3] = 0;
-  ws_worker **sp = ws_ptr_load(&p->standins, ws_acquire);
-  unsigned ns = sp ? ws_u32_load(&p->nstandins, ws_acquire) : 0;
-  for (unsigned i = 0; i < p->nthreads + ns; i++) {
-    ws_worker *w = i < p->nthreads ? p->workers[i] : sp[i - p->nthreads];
-    out[0] += ws_u64_load(&w->prof_work, ws_relaxed);
-    out[1] += ws_u64_load(&w->prof_tasks, ws_relaxed);
-    out[2] += ws_u64_load(&w->prof_steals, ws_relaxed);
-    out[3] += ws_u64_load(&w->prof_steal_ticks, ws_relaxed);
-  }
+  out[0] = ws_u64_load(&p->prof.out_work, ws_relaxed) + WS_THREADS_SUM(p, prof_work, ws_relaxed);
+  out[1] = ws_u64_load(&p->prof.out_tasks, ws_relaxed) + WS_THREADS_SUM(p, prof_tasks, ws_relaxed);
+  out[2] = WS_THREADS_SUM(p, prof_steals, ws_relaxed);
+  out[3] = WS_THREADS_SUM(p, prof_steal_ticks, ws_relaxed);
 }
 
 /* Switches the profile of p on: the counters' values now, and every

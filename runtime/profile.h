@@ -191,6 +191,10 @@ static inline uint64_t ws_prof_wait_begin(struct pool *p) {
 static inline void ws_prof_wait_end(struct pool *p, uint64_t at) {
   if (ws__strand.pool == p) ws_prof_resume(p, at);
 }
+/* After runtime code that is no work of the calling strand but no wait
+ * either (a spawn's publication and its wake): the strand goes on from
+ * now, its span as it was. */
+static inline void ws_prof_resume_own(struct pool *p) { ws_prof_wait_end(p, 0); }
 
 /* Frames (forkjoin.c). A profiled spawn replaces the frame's fn and arg
  * with ws_prof_child and a record of these, from the pool's node

@@ -366,28 +366,19 @@ static inline ws_worker *ws_standin_at(struct pool *p, unsigned k) {
   ws_worker **slots = ws_ptr_load(&p->standins, ws_relaxed);
   return slots[k];
 }
-/* The stand-ins' part of ws_submits_idle's sums (submit.c): their
- * `finished` (seq_cst, as the workers') and their `submitted` (relaxed),
- * read in that order with the workers' (finished first, then submitted).
- * A stand-in that appears between the two reads adds submissions only,
- * which keeps "every finish read has its submission read". */
-static inline uint64_t ws_standins_finished(struct pool *p) {
+/* The sum of one per-thread counter (ws_worker's ws_u64 `field`) over the
+ * pool's workers, then its stand-ins, each read with order `o`: one walk
+ * per field, so a caller that needs every read of one field before any of
+ * another (ws_submits_idle, pool_pending: finished, then started, then
+ * submitted) sums them in that order. A stand-in that appears between two
+ * walks is read in the later ones only: it adds starts or submissions,
+ * never a finish whose start or submission went unread. */
+#define WS_THREADS_SUM(p, field, o) ws_threads_sum((p), offsetof(ws_worker, field), (o))
+static inline uint64_t ws_threads_sum(struct pool *p, size_t off, ws_order o) {
   uint64_t n = 0;
+  for (unsigned i = 0; i < p->nthreads; i++) n += ws_u64_load((ws_u64 *)((char *)p->workers[i] + off), o);
   for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
-    n += ws_u64_load(&ws_standin_at(p, k)->finished, ws_seq_cst);
-  return n;
-}
-static inline uint64_t ws_standins_submitted(struct pool *p) {
-  uint64_t n = 0;
-  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
-    n += ws_u64_load(&ws_standin_at(p, k)->submitted, ws_relaxed);
-  return n;
-}
-/* Their `starts` (pool_pending's acquire read, between the other two). */
-static inline uint64_t ws_standins_started(struct pool *p) {
-  uint64_t n = 0;
-  for (unsigned k = 0, ns = ws_standins_count(p); k < ns; k++)
-    n += ws_u64_load(&ws_standin_at(p, k)->starts, ws_acquire);
+    n += ws_u64_load((ws_u64 *)((char *)ws_standin_at(p, k) + off), o);
   return n;
 }
 

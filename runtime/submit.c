@@ -33,17 +33,14 @@ bool ws_submits_idle(struct pool *p) {
    * other half of the fence a worker executes before it reads the waiter
    * count (nothing_found in worker.c): either it sees the waiter or these
    * loads see its `finished`. */
-  uint64_t finished = 0;
-  for (unsigned i = 0; i < p->nthreads; i++) finished += ws_u64_load(&p->workers[i]->finished, ws_seq_cst);
   /* Stand-ins (design.md 5.9) run and submit tasks too; one started after
    * this read counts only submissions we may read next (not idle: safe). */
-  finished += ws_standins_finished(p);
+  uint64_t finished = WS_THREADS_SUM(p, finished, ws_seq_cst);
   /* Reservations (ws_reserve): the end on the finished side, read first. */
   finished += ws_u64_load(&p->resv_done, ws_seq_cst);
   uint64_t submitted = ws_u64_load(&p->resv, ws_relaxed);
   for (unsigned l = 0; l < WS_LANES; l++) submitted += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
-  for (unsigned i = 0; i < p->nthreads; i++) submitted += ws_u64_load(&p->workers[i]->submitted, ws_relaxed);
-  submitted += ws_standins_submitted(p);
+  submitted += WS_THREADS_SUM(p, submitted, ws_relaxed);
   return submitted == finished;
 }
 

@@ -17,6 +17,7 @@
  * cost: span = one item), submit (independent submitted tasks), group
  * (children from the root), typed (POOL_TASK through pool_take), errors
  * (every documented code), env (WSPOOL_PROFILE's report on stderr). */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -24,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <wspool.h>
 #include <wspool_typed.h>
@@ -59,6 +61,24 @@ static uint64_t spin(uint64_t ns) {
   return t - t0;
 }
 
+/* A strand's code outside the spins (its spawns, the outside root's calls)
+ * may be preempted too, and no spin sees it: the span or the work grows by
+ * the lost time (under a parallel test run: fan's span 1.3 ms over 2 ms,
+ * from its loop of spawns; chain's work 4 ms over 12 with 1 steal). So each
+ * such stretch checks its thread's involuntary switches:
+ * `check_unpreempted` marks the attempt disturbed if the calling thread
+ * was preempted since `switches()`. Not across waits (a waiting worker's
+ * yields count as involuntary; the profile pauses there) nor spins (timed
+ * themselves, the preemption in the truth as in the profile). Per thread:
+ * the process's count holds idle workers' yields, which change no strand. */
+static long switches(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : -1;
+}
+static void check_unpreempted(long since) {
+  if (since < 0 || switches() != since) atomic_store(&disturbed, 1);
+}
+
 /* Each case's attempt on a pool: after a warm-up, up to ATTEMPTS until one
  * is undisturbed, whose times must then be within the tolerance both ways;
  * every attempt must be within it from below. */
@@ -87,8 +107,8 @@ static void attempts(void (*run)(pool_t *), pool_t *pool) {
       return;
     }
   }
-  fprintf(stderr, "%u workers: every attempt was disturbed (a spin overran); upper bounds not "
-          "checked\n", pool_threads(pool));
+  fprintf(stderr, "%u workers: every attempt was disturbed (a spin overran or a strand was "
+          "preempted); upper bounds not checked\n", pool_threads(pool));
 }
 
 static _Atomic uint64_t work_true;
@@ -136,10 +156,14 @@ static void check_profile(const pool_profile_t *pr, double work, double span, ui
 /* fn(arg) as the root task of a profiled region of pool, from outside. */
 static void profile_root(pool_t *pool, pool_fn fn, void *arg, pool_profile_t *pr) {
   pool_task_t f;
+  long sw = switches();
   CHECK_OK(pool_profile_begin(pool));
   CHECK_OK(pool_spawn(pool, &f, fn, arg));
+  check_unpreempted(sw);
   CHECK_OK(pool_sync(&f));
+  sw = switches();
   CHECK_OK(pool_profile_end(pool, pr));
+  check_unpreempted(sw);
 }
 
 /* ---- chain: each task spins, then spawns the next and syncs it ---------- */
@@ -155,18 +179,22 @@ static void chain(void *p) {
   chain_arg *a = p;
   uint64_t t0 = now_ns();
   spin(CHAIN_NS);
+  long sw = switches();
   uint64_t t = now_ns() - t0;
   if (a->i + 1 < CHAIN_K) {
     chain_arg next = {a->i + 1, 0};
     pool_task_t f;
     CHECK_OK(pool_spawn(NULL, &f, chain, &next));
+    check_unpreempted(sw);
     CHECK_OK(pool_sync(&f));
+    sw = switches();
     t0 = now_ns();
     a->span += next.span;
     t += now_ns() - t0;
   }
   atomic_fetch_add(&work_true, t);
   a->span += t;
+  check_unpreempted(sw);
 }
 
 /* The root from outside: a spawn and its sync of the whole chain. */
@@ -201,10 +229,14 @@ static void fan_root(void *p) {
   uint64_t *span = p;
   fan_arg a[FAN_M];
   pool_task_t f[FAN_M];
+  long sw = switches();
   for (int i = 0; i < FAN_M; i++) CHECK_OK(pool_spawn(NULL, &f[i], fan_leaf, &a[i]));
+  check_unpreempted(sw);
   for (int i = FAN_M; i-- > 0;) CHECK_OK(pool_sync(&f[i]));
+  sw = switches();
   for (int i = 0; i < FAN_M; i++)
     if (a[i].t > *span) *span = a[i].t;
+  check_unpreempted(sw);
 }
 
 static void case_fan_on(pool_t *pool) {
@@ -236,13 +268,17 @@ static void pfib(void *p) {
     atomic_fetch_add(&work_true, a->span);
     return;
   }
+  long sw = switches();
   pfib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
   pool_task_t f;
   CHECK_OK(pool_spawn(NULL, &f, pfib, &x));
+  check_unpreempted(sw);
   pfib(&y);
   CHECK_OK(pool_sync(&f));
+  sw = switches();
   /* The spawned call and the direct one run in parallel. */
   a->span = x.span > y.span ? x.span : y.span;
+  check_unpreempted(sw);
 }
 
 static void case_fib_on(pool_t *pool) {
@@ -285,9 +321,13 @@ static void case_loop_on(pool_t *pool) {
   atomic_store(&loop_max, 0);
   for (int i = 0; i < LOOP_N; i++) atomic_store(&loop_seen[i], 0);
   pool_profile_t pr;
+  long sw = switches();
   CHECK_OK(pool_profile_begin(pool));
+  check_unpreempted(sw);
   CHECK_OK(pool_parallel_for(pool, 0, LOOP_N, 0, loop_body, NULL));
+  sw = switches();
   CHECK_OK(pool_profile_end(pool, &pr));
+  check_unpreempted(sw);
   last = &pr;
   for (int i = 0; i < LOOP_N; i++) CHECK_EQ(atomic_load(&loop_seen[i]), 1u);
   near(pr.work, (double)atomic_load(&work_true) * 1e-9, "loop work");
@@ -313,10 +353,14 @@ static void case_submit_on(pool_t *pool) {
   atomic_store(&work_true, 0);
   atomic_store(&sub_max, 0);
   pool_profile_t pr;
+  long sw = switches();
   CHECK_OK(pool_profile_begin(pool));
   for (int i = 0; i < SUB_M; i++) CHECK_OK(pool_submit(pool, sub_task, NULL));
+  check_unpreempted(sw);
   CHECK_OK(pool_wait_idle(pool));
+  sw = switches();
   CHECK_OK(pool_profile_end(pool, &pr));
+  check_unpreempted(sw);
   check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)atomic_load(&sub_max) * 1e-9,
                 SUB_M);
 }
@@ -331,10 +375,14 @@ static void case_group_on(pool_t *pool) {
   pool_profile_t pr;
   pool_group_t g;
   CHECK_OK(pool_group_init(&g, pool));
+  long sw = switches();
   CHECK_OK(pool_profile_begin(pool));
   for (int i = 0; i < SUB_M; i++) CHECK_OK(pool_group_spawn(&g, sub_task, NULL));
+  check_unpreempted(sw);
   CHECK_OK(pool_group_wait(&g));
+  sw = switches();
   CHECK_OK(pool_profile_end(pool, &pr));
+  check_unpreempted(sw);
   check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)atomic_load(&sub_max) * 1e-9,
                 SUB_M);
 }
@@ -351,19 +399,29 @@ static long tfib(int n) {
     atomic_fetch_add(&work_true, t);
     return n;
   }
+  long sw = switches();
   tfib_frame f;
   tfib_spawn(&f, n - 1);
+  check_unpreempted(sw);
   long y = tfib(n - 2);
-  return tfib_sync(&f) + y;
+  long r = tfib_sync(&f);
+  sw = switches();
+  r += y;
+  check_unpreempted(sw);
+  return r;
 }
 
 static void case_typed_on(pool_t *pool) {
   atomic_store(&work_true, 0);
   pool_profile_t pr;
+  long sw = switches();
   CHECK_OK(pool_profile_begin(pool));
+  check_unpreempted(sw);
   long r = 0;
   CHECK_OK(tfib_run_rc(pool, &r, FIB_N));
+  sw = switches();
   CHECK_OK(pool_profile_end(pool, &pr));
+  check_unpreempted(sw);
   last = &pr;
   CHECK_EQ(r, fib_seq(FIB_N));
   near(pr.work, (double)atomic_load(&work_true) * 1e-9, "typed work");

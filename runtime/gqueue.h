@@ -65,10 +65,7 @@ int ws_gqueue_push_task(ws_gqueue *q, ws_task *task, unsigned flags);
  * 0, ENOMEM or ESHUTDOWN (when closed: these are always pool_submit's). */
 int ws_gqueue_push_fns(ws_gqueue *q, ws_fn fn, void *const *args, size_t n);
 /* Takes the oldest entries, `max` of them or all when fewer, into out[];
- * returns how many, 0 when empty or when the lock is held (it does not
- * wait). Entries left behind by a held lock keep the
- * hint up, so a worker about to sleep checks ws_gqueue_maybe_nonempty
- * after its last look (worker.c). */
+ * returns how many, 0 when empty. */
 size_t ws_gqueue_pop_batch(ws_gqueue *q, ws_gitem *out, size_t max);
 /* From now on pushes fail with ESHUTDOWN. */
 void ws_gqueue_close(ws_gqueue *q);

@@ -98,7 +98,7 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
     }
     t = help_find(w, hint, iso);
     if (t || (!iso && ws_may_help(w) && ws_global_maybe_nonempty(p))) {
-      /* Work, or a lane whose lock was held (ws_gqueue_pop_batch). */
+      /* Work, or a lane that filled since the look. */
       ws_wait_cancel(s);
       if (t) ws_run(w, t);
       idle = 0;

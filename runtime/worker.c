@@ -460,8 +460,8 @@ void ws_worker_loop(ws_worker *w) {
       continue;
     }
     if (ws_global_maybe_nonempty(p)) {
-      /* A lane holds entries, but its lock was held when we looked (takers
-       * do not wait for it, gqueue.h): look again rather than sleep. */
+      /* A lane holds entries pushed since our look (or passed over: a
+       * short lane, ws_find_work takes any): look again rather than sleep. */
       ws_sleep_cancel(&p->sleep);
       continue;
     }

@@ -11,6 +11,8 @@
  *   wspool typed  a typed task, POOL_TASK(long, tfib, int): the argument
  *           lives in the frame, the result comes back by value, and an
  *           unstolen task is a direct call the compiler inlines.
+ *   ..., plain calls  take and typed T1 compiled with POOL_NO_TRAMPOLINE
+ *           (bench_fib_plain.c): the trampolines' A/B (design.md 8.3).
  *   OpenMP  #pragma omp task shared(x) / taskwait, 1 and 2 threads
  *   oneTBB  tbb::task_group per node (run + wait), task_arena of 1 and 2
  *
@@ -41,26 +43,13 @@ FIB_KEEP_CALLS static long fib_calls(int n) {
   return fib_calls(n - 1) + fib_calls(n - 2);
 }
 
-/* The same tree as a typed task: fib_spawn stores n in the frame; tfib_sync
- * takes the frame back and calls tfib() directly when nobody stole it, or
- * reads the result the thief stored. */
-static long tfib(int n);
-POOL_TASK(long, tfib, int);
-
-static long tfib(int n) {
-  if (n < 2) return n;
-  tfib_frame f;
-  tfib_spawn(&f, n - 1);
-  long y = tfib(n - 2);
-  return tfib_sync(&f) + y;
-}
-
-static void tfib_root(void *p) {
-  fib_arg *a = p;
-  a->r = tfib(a->n);
-}
-
 static pool_t *pools[3];
+
+/* bench_fib_plain.c: the take and typed rows with plain calls into the
+ * library (POOL_NO_TRAMPOLINE), for the trampolines' A/B rows. */
+void fib_plain_setup(int n);
+double fib_plain_run_take(bench_variant *v);
+double fib_plain_run_typed(bench_variant *v);
 
 static double run_seq_calls(bench_variant *v) { return fib_run_seq_of(v, fib_calls); }
 static double run_wspool(bench_variant *v) { return fib_run_root(v, fib_task); }
@@ -109,6 +98,7 @@ typedef struct fib_rows {
   bench_variant *s1, *s2, *s16; /* spawn/sync */
   bench_variant *t1, *t2, *t16; /* spawn/take */
   bench_variant *y1, *y2, *y16; /* typed */
+  bench_variant *tp, *yp;       /* take and typed T1 with plain calls */
   bench_variant *o1, *o2, *b1, *b2;
 } fib_rows;
 
@@ -125,6 +115,8 @@ static fib_rows find_rows(bench_variant *v, int nv) {
   r.y1 = bench_find(v, nv, "wspool typed T1");
   r.y2 = bench_find(v, nv, "wspool typed T2");
   r.y16 = bench_find(v, nv, "wspool typed T16 (on 2 cores)");
+  r.tp = bench_find(v, nv, "wspool take T1, plain calls");
+  r.yp = bench_find(v, nv, "wspool typed T1, plain calls");
   r.o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
   r.o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
   r.b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
@@ -172,6 +164,8 @@ static void print_targets(const fib_rows *r) {
   double p_s1s = bench_paired_ratio(s1, ts);
   printf("  typed       T1/Ts = %.2f   T2/Ts = %.2f\n", p_y1s, p_y2s);
   printf("  spawn/sync  T1/Ts = %.2f\n", p_s1s);
+  printf("  trampolines (T1 with plain calls / T1): take %.2f, typed %.2f\n",
+         bench_paired_ratio(r->tp, t1), bench_paired_ratio(r->yp, y1));
   if (b1 && b2)
     printf("  oneTBB/wspool take: 1 thr %.2fx, 2 thr %.2fx\n", bench_paired_ratio(b1, t1),
            bench_paired_ratio(b2, t2));
@@ -199,6 +193,7 @@ static void print_targets(const fib_rows *r) {
 
 int main(void) {
   long next = fib_setup((int)bench_env_long("WSPOOL_BENCH_FIB_N", 32, 2, 45));
+  fib_plain_setup(fib_n);
   char what[160];
   snprintf(what, sizeof what, "fib(%d) = %ld, one task per spawn, no cutoff (%.2fM spawns)",
            fib_n, fib_expected, (double)(next - 1) / 1e6);
@@ -218,6 +213,8 @@ int main(void) {
       BENCH_WSPOOL_ROW("wspool typed T1", 1, run_typed, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool typed T2", 2, run_typed, pools[1], 0),
       BENCH_WSPOOL_ROW("wspool typed T16 (on 2 cores)", 16, run_typed, pools[2], 0),
+      BENCH_WSPOOL_ROW("wspool typed T1, plain calls", 1, fib_plain_run_typed, pools[0], 0),
+      BENCH_WSPOOL_ROW("wspool take T1, plain calls", 1, fib_plain_run_take, pools[0], 0),
       BENCH_PEER_ROW("oneTBB task_group 2 thr", 2, HAVE_TBB, run_tbb, 0),
       BENCH_PEER_ROW("oneTBB task_group 1 thr", 1, HAVE_TBB, run_tbb, 0),
       BENCH_SEQ_ROW("sequential, both calls kept", run_seq_calls),

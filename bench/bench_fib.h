@@ -10,6 +10,7 @@
 #define WSPOOL_BENCH_FIB_H
 
 #include <wspool.h>
+#include <wspool_typed.h>
 
 #include "benchutil.h"
 
@@ -65,6 +66,25 @@ FIB_SHARED long pfib(int n) {
   long y = pfib(n - 2);
   if (pool_take(&t) == POOL_TAKEN) x.r = pfib(n - 1);
   return x.r + y;
+}
+
+/* The same tree as a typed task: tfib_spawn stores n in the frame;
+ * tfib_sync takes the frame back and calls tfib() directly when nobody
+ * stole it, or reads the result the thief stored. */
+FIB_SHARED long tfib(int n);
+POOL_TASK(long, tfib, int);
+
+FIB_SHARED long tfib(int n) {
+  if (n < 2) return n;
+  tfib_frame f;
+  tfib_spawn(&f, n - 1);
+  long y = tfib(n - 2);
+  return tfib_sync(&f) + y;
+}
+
+FIB_SHARED void tfib_root(void *p) {
+  fib_arg *a = p;
+  a->r = tfib(a->n);
 }
 
 /* ---- the program around them ---- */

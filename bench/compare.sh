@@ -22,6 +22,11 @@
 #   -T SECS    time limit of one program run (default 900; 0: none).
 #   --peers    build the peer baselines too (-Dpeers=enabled: OpenMP, oneTBB,
 #              GLib must be installed); default -Dpeers=disabled.
+#   -P FILE    apply the patch FILE (`patch -p1`) to NEW's tree before its
+#              build: an A/B of one mechanism against its simpler design,
+#              e.g. bench/ab/*.patch (repeatable; fails if it does not apply).
+#   -D OPT     a meson option for NEW's build only, e.g. -D membarrier=disabled
+#              (repeatable).
 #   -h         this text.
 #
 # Each revision is exported with `git archive` (WORKTREE: the files that
@@ -100,6 +105,8 @@ work_dir="${TMPDIR:-/tmp}/wspool-compare"
 keep=0
 run_timeout=900
 peers=disabled
+new_patches=()
+new_opts=()
 positional=()
 while (($#)); do
   case "$1" in
@@ -109,6 +116,9 @@ while (($#)); do
     -T) [[ $# -ge 2 ]] || die "-T needs a value"; run_timeout="$2"; shift 2 ;;
     -k) keep=1; shift ;;
     --peers) peers=enabled; shift ;;
+    -P) [[ $# -ge 2 ]] || die "-P needs a file"; [[ -f $2 ]] || die "-P: no file '$2'"
+        new_patches+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
+    -D) [[ $# -ge 2 ]] || die "-D needs an option"; new_opts+=("-D$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     --) shift; positional+=("$@"); break ;;
     -*) usage >&2; die "unknown option $1" ;;
@@ -198,6 +208,7 @@ build() {
     if grep -q "option('tests'" "$optfile"; then opts+=(-Dtests=false); fi
     if grep -q "option('examples'" "$optfile"; then opts+=(-Dexamples=false); fi
   fi
+  if [[ $side == NEW ]]; then opts+=("${new_opts[@]}"); fi
   printf 'building %s: meson setup %s && ninja\n' "$side" "${opts[*]}" >&2
   if ! { meson setup "${opts[@]}" "$bld" "$src" && ninja -C "$bld"; } >"$log" 2>&1; then
     printf 'compare.sh: the %s build failed; the end of %s:\n' "$side" "$log" >&2
@@ -229,6 +240,9 @@ old_desc="$(describe "$old_rev")" || die "'$old_rev' is not a revision of $top"
 new_desc="$(describe "$new_rev")" || die "'$new_rev' is not a revision of $top"
 export_rev "$old_rev" "$run_dir/OLD/src"
 export_rev "$new_rev" "$run_dir/NEW/src"
+for p in "${new_patches[@]}"; do
+  patch -s -p1 -d "$run_dir/NEW/src" <"$p" || { keep=1; printf 'compare.sh: %s does not apply to NEW\n' "$p" >&2; exit 1; }
+done
 for b in "${wanted[@]}"; do
   [[ -f $run_dir/OLD/src/bench/$b.c ]] || die "OLD ($old_rev) has no bench/$b.c"
   [[ -f $run_dir/NEW/src/bench/$b.c ]] || die "NEW ($new_rev) has no bench/$b.c"
@@ -531,6 +545,8 @@ run_one() {
 }
 
 printf 'OLD: %s\nNEW: %s\n' "$old_desc" "$new_desc"
+for p in "${new_patches[@]}"; do printf 'NEW patched with %s\n' "${p#"$top"/}"; done
+if ((${#new_opts[@]})); then printf 'NEW built with %s\n' "${new_opts[*]}"; fi
 printf 'benchmarks: %s; %s rounds; threshold %s %%; peers %s\n' "${progs[*]}" "$rounds" \
   "$threshold" "$peers"
 env_line="$(env | grep '^WSPOOL_' | sort | paste -sd ' ' - || true)"

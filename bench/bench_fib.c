@@ -45,11 +45,6 @@ FIB_KEEP_CALLS static long fib_calls(int n) {
 
 static pool_t *pools[3];
 
-/* bench_fib_plain.c: the take and typed rows with plain calls into the
- * library (POOL_NO_TRAMPOLINE), for the trampolines' A/B rows. */
-void fib_plain_setup(int n);
-double fib_plain_run_take(bench_variant *v);
-double fib_plain_run_typed(bench_variant *v);
 
 static double run_seq_calls(bench_variant *v) { return fib_run_seq_of(v, fib_calls); }
 static double run_wspool(bench_variant *v) { return fib_run_root(v, fib_task); }

@@ -87,6 +87,12 @@ FIB_SHARED void tfib_root(void *p) {
   a->r = tfib(a->n);
 }
 
+/* bench_fib_plain.c (bench_fib only): fib_setup and the take and typed
+ * rows compiled with POOL_NO_TRAMPOLINE, for the trampolines' A/B rows. */
+void fib_plain_setup(int n);
+double fib_plain_run_take(bench_variant *v);
+double fib_plain_run_typed(bench_variant *v);
+
 /* ---- the program around them ---- */
 
 /* The n every row computes and its answer (fib_setup sets both). */

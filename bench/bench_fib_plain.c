@@ -8,10 +8,6 @@
 
 #include "bench_fib.h"
 
-void fib_plain_setup(int n);
-double fib_plain_run_take(bench_variant *v);
-double fib_plain_run_typed(bench_variant *v);
-
 void fib_plain_setup(int n) { (void)fib_setup(n); }
 double fib_plain_run_take(bench_variant *v) { return fib_run_root(v, pfib_task); }
 double fib_plain_run_typed(bench_variant *v) { return fib_run_root(v, tfib_root); }

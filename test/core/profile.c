@@ -63,7 +63,7 @@ static uint64_t spin(uint64_t ns) {
 
 /* A strand's code outside the spins (its spawns, the outside root's calls)
  * may be preempted too, and no spin sees it: the span or the work grows by
- * the lost time (under a parallel test run: fan's span 1.3 ms over 2 ms,
+ * the lost time (in a suite run, this test alone: fan's span 1.3 ms over 2 ms,
  * from its loop of spawns; chain's work 4 ms over 12 with 1 steal). So each
  * such stretch checks its thread's involuntary switches:
  * `check_unpreempted` marks the attempt disturbed if the calling thread

@@ -134,14 +134,17 @@ static void spin_until_clear(ws_i64 *word, int64_t mask) {
 
 /* j's count reached zero: it will run (or be skipped when it runs). On a
  * worker of its pool it counts as a submission now (submit.c, completion
- * accounting) and job_settle queues it once the releaser's own work is
- * done (the first such job may run next, directly). A predecessor's
+ * accounting); the last such job a running job released is the one it
+ * runs next (`tail`, when allowed), and job_settle queues the others once
+ * the releaser's own work is done. A predecessor's
  * completer that reserved j's pool (`reserved`: job_complete) pushes it
  * and is done with it. From any other thread (a start, a group's end) it
  * is queued at once, inside its pool's gate; `pending`, 0 now, holds 1
  * meanwhile, and j does not complete before job_settle clears it, once
  * the releaser is out of the pool. */
-static void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
+static void job_ready_outside(ws_job *j, rel_q *q, bool reserved);
+
+static inline void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
   /* Every predecessor let go of its edge before its release, and the
    * last release (an acquire) saw them all: the blocks are ours. */
   struct pool *p = j->pool;
@@ -151,10 +154,24 @@ static void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
   }
   if (w && w->pool == p) {
     ws_submit_count(w, 1);
+    /* The last one released is the tail; the one it replaces is queued.
+     * Not inside an isolated computation: job_settle_all queues those. */
+    if (q->tail_ok && !ws_isolation()) {
+      ws_job *prev = q->tail;
+      q->tail = j;
+      if (!prev) return;
+      j = prev;
+    }
     j->u.next = q->ready;
     q->ready = j;
     return;
   }
+  job_ready_outside(j, q, reserved);
+}
+
+/* job_ready from a thread that is no worker of j's pool. */
+static void job_ready_outside(ws_job *j, rel_q *q, bool reserved) {
+  struct pool *p = j->pool;
   int rc;
   if (reserved) {
     /* Inside the gate since before the close, if any (ws_reserve). */
@@ -262,7 +279,7 @@ static void job_complete(ws_job *j, int status, ws_worker *w, rel_q *q) {
 /* After the releaser completed: lets the held jobs complete, queues the
  * ready ones and completes the refused ones (and what those release),
  * until nothing is left. */
-static void job_settle(ws_worker *w, rel_q *q) {
+static void job_settle_all(ws_worker *w, rel_q *q) {
   for (;;) {
     ws_job *j;
     if ((j = q->held) != NULL) {
@@ -291,6 +308,12 @@ static void job_settle(ws_worker *w, rel_q *q) {
       return;
     }
   }
+}
+
+/* job_settle_all, when anything is left to do: often nothing (a start
+ * that made nothing ready; a completion that released one job, its tail). */
+static inline void job_settle(ws_worker *w, rel_q *q) {
+  if (q->held || q->ready || q->dead) job_settle_all(w, q);
 }
 
 static void job_exec(ws_task *t, ws_worker *w) {

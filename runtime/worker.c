@@ -426,30 +426,6 @@ static void set_asleep(ws_worker *w, uint32_t v) {
   if (w->id < w->pool->nthreads) ws_u32_store(&w->pool->asleep[w->id], v, ws_relaxed);
 }
 
-/* Runs t, which w found after it consumed a wake (or cancelled its
- * sleep), and passes the wake on (Go's rule, docs/design.md 5.4): once t
- * has run when t is a lone task, the one entry w took from the global
- * queue with nothing left in sight (its deque empty, every lane's hint
- * down), so that it does not wait behind that wake (on a machine of few
- * CPUs the woken thread is often placed on this one, and runs first);
- * else at once (a steal: its victim may hold more; a batch). `taken`: w's
- * count of entries taken from the global queue before the look. */
-static void run_woken(ws_worker *w, ws_task *t, uint64_t taken) {
-  struct pool *p = w->pool;
-  bool lone = ws_u64_load(&w->stats.global_taken, ws_relaxed) - taken == 1 &&
-              ws_deque_size_hint(&w->dq) == 0 && !ws_global_maybe_nonempty(p);
-  if (!lone) {
-    ws_sleep_chain(&p->sleep);
-    ws_run(w, t);
-    return;
-  }
-  /* A lone task that forks publishes its first spawn (split.h), which
-   * wakes a sleeper then: thieves do not wait for the task's end. */
-  ws_fast_close();
-  ws_run(w, t);
-  ws_sleep_chain(&p->sleep);
-}
-
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
   bool ran = false;
@@ -475,12 +451,12 @@ void ws_worker_loop(ws_worker *w) {
     /* Park rather than sleep here (an awake stand-in sleeps as a worker). */
     if (w->standin && standin_surplus(p) && standin_park(w)) continue;
     uint32_t e = ws_sleep_prepare(&p->sleep);
-    uint64_t taken = ws_u64_load(&w->stats.global_taken, ws_relaxed);
     t = ws_find_work(w, NULL);
     if (t) {
       ws_sleep_cancel(&p->sleep);
+      ws_sleep_chain(&p->sleep);
       ran = true;
-      run_woken(w, t, taken);
+      ws_run(w, t);
       continue;
     }
     if (ws_global_maybe_nonempty(p)) {
@@ -520,11 +496,11 @@ void ws_worker_loop(ws_worker *w) {
       set_asleep(w, 1); /* its deque is empty for good */
       break;
     }
-    taken = ws_u64_load(&w->stats.global_taken, ws_relaxed);
     t = ws_find_work(w, NULL);
     if (t) {
+      ws_sleep_chain(&p->sleep);
       ran = true;
-      run_woken(w, t, taken);
+      ws_run(w, t);
     }
   }
   /* Thieves close a victim's fast path through a pointer into the

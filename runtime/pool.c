@@ -909,6 +909,7 @@ int pool_profile_begin(pool_t *pool) {
 }
 
 int pool_profile_end(pool_t *pool, pool_profile_t *out) {
+  uint64_t x = ws_prof_now(); /* the root strand ends at the call, not after the checks */
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
@@ -918,7 +919,7 @@ int pool_profile_end(pool_t *pool, pool_profile_t *out) {
     ws__strand = (ws_strand){0};
     return rc;
   }
-  ws_prof_cut(ws_prof_now());
+  ws_prof_cut(x);
   uint64_t root = ws_prof_pack(ws__strand.span, ws__strand.conts);
   ws__strand = (ws_strand){0};
   ws_prof_region_finish(p, root, out);

@@ -45,7 +45,6 @@ FIB_KEEP_CALLS static long fib_calls(int n) {
 
 static pool_t *pools[3];
 
-
 static double run_seq_calls(bench_variant *v) { return fib_run_seq_of(v, fib_calls); }
 static double run_wspool(bench_variant *v) { return fib_run_root(v, fib_task); }
 static double run_take(bench_variant *v) { return fib_run_root(v, pfib_task); }

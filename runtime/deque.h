@@ -135,6 +135,9 @@ static inline int ws_deque_push_n(ws_deque *d, ws_task *const *tasks, int64_t n)
 /* Owner only: the most recently pushed task, or NULL when empty. */
 static inline ws_task *ws_deque_pop(ws_deque *d) {
   int64_t b = ws_i64_load(&d->bottom, ws_relaxed) - 1;
+  /* Empty at a glance, no fence (docs/design.md 2.2): relaxed, as `top`
+   * only grows and only this thread moves `bottom`. */
+  if (b < ws_i64_load(&d->top, ws_relaxed)) return NULL;
   ws_array *a = (ws_array *)ws_ptr_load(&d->array, ws_relaxed);
   ws_i64_store(&d->bottom, b, ws_relaxed);
   ws_fence(ws_seq_cst);
@@ -157,9 +160,12 @@ static inline ws_task *ws_deque_pop(ws_deque *d) {
  * empty but another thread won the race (worth trying again). */
 static inline ws_task *ws_deque_steal(ws_deque *d, int *lost) {
   int64_t t = ws_i64_load(&d->top, ws_acquire);
+  *lost = 0;
+  /* Empty at a glance, no fence (docs/design.md 2.2): relaxed; the
+   * acquire above keeps this load after the read of `top`. */
+  if (t >= ws_i64_load(&d->bottom, ws_relaxed)) return NULL;
   ws_fence(ws_seq_cst);
   int64_t b = ws_i64_load(&d->bottom, ws_acquire);
-  *lost = 0;
   if (t >= b) return NULL;
   ws_array *a = (ws_array *)ws_ptr_load(&d->array, ws_acquire);
   ws_task *x = (ws_task *)ws_ptr_load(&a->slot[t & a->mask], ws_relaxed);

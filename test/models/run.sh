@@ -41,6 +41,7 @@ normal=(
 faults=(
   "sleep       sleep.pml -DNO_SLEEPER_FENCE"
   "sleep       sleep.pml -DNO_MEMBARRIER"
+  "sleep-sym   sleep.pml -DASYM=0 -DNO_SLEEPER_FENCE"
   "sleep-sym   sleep.pml -DASYM=0 -DNO_PRODUCER_FENCE"
   "sleep       sleep.pml -DNO_RECHECK"
   "sleep       sleep.pml -DLATE_EPOCH"

@@ -15,8 +15,8 @@
  *   runtime/worker.c  ws_worker_loop      224-261: find_work and idle_search
  *                     are one look; the re-look on a held lane lock
  *                     (242-247) and the stop check (248-251) are left out
- *   runtime/deque.h   ws_deque_pop 132, ws_deque_steal 154: a look starts
- *                     with their seq_cst fence (design 2.2)
+ *   runtime/deque.h   ws_deque_pop 132, ws_deque_steal 154: a look fences
+ *                     only at a deque that looks non-empty (design 2.2)
  * The working tree at the time of writing changes ws_sleep_commit into a
  * wait bounded by `ns` (worker.c idle_sleep: the idle trim) that returns
  * unwoken on a timeout, then clears `waking` and looks as before: TIMED = 1
@@ -30,7 +30,7 @@
  * Fences assumed. ASYM = 1 (membarrier works, the default): a producer's
  * ws_light_fence is a compiler fence only (no effect here);
  * ws_sleeper_fence is a seq_cst fence plus membarrier; ws_sleep_wake_one
- * starts with a seq_cst fence; a look starts with the pop's seq_cst fence;
+ * starts with a seq_cst fence; a look fences only when it sees work (look);
  * futex_wait is a full barrier (the kernel's smp_mb before it reads the
  * word). ASYM = 0 (no membarrier): ws_light_fence is a seq_cst fence and
  * ws_sleeper_fence a seq_cst fence alone.
@@ -65,7 +65,8 @@
  * process and a cycle search, for no stronger result on a terminating model.
  *
  * Seeded faults (each must give a counterexample):
- *   NO_SLEEPER_FENCE   ws_sleep_prepare without ws_sleeper_fence (ASYM=1)
+ *   NO_SLEEPER_FENCE   ws_sleep_prepare without ws_sleeper_fence (also with
+ *                      ASYM=0: a look that finds nothing does not fence)
  *   NO_MEMBARRIER      ws_sleeper_fence without membarrier (its seq_cst
  *                      fence only) while producers fence the compiler only
  *   NO_PRODUCER_FENCE  ASYM=0: ws_light_fence fences nothing
@@ -73,9 +74,9 @@
  *   LATE_EPOCH         e = epoch read after the last look
  *   NO_PREPARE_CLEAR   ws_sleep_prepare does not clear `waking`
  * Not faults under this property (no counterexample; README.md):
- *   NO_SLEEPER_FENCE with ASYM=0: the look's first pop fences anyway
  *   NO_COMMIT_CLEAR    ws_sleep_commit does not clear `waking` (the next
- *                      ws_sleep_prepare does)
+ *                      ws_sleep_prepare does; its look may pass the clear
+ *                      anyway, design 5.4)
  *   NO_WAKE_ONE_FENCE  ws_sleep_wake_one without its seq_cst fence
  *   NO_CHAIN           no ws_sleep_chain after a look that found work */
 
@@ -98,7 +99,7 @@
 #define TIMED 0         /* 1: each worker's futex_wait may return once unwoken */
 #endif
 #define NT (NW + NP)    /* threads, at most 6; workers are 0..NW-1 */
-#define BS 3            /* store buffer entries per thread (asserted) */
+#define BS 5            /* store buffer entries per thread (asserted) */
 #define TOTAL (NP * NI + SPAWN)
 
 #define V_Q        1
@@ -262,13 +263,26 @@ inline notify(t) {
   r = 0
 }
 
-/* A look (find_work): the first pop fences (deque.h ws_deque_pop), then a
- * task is taken if one is visible; its run is counted with the take. */
+/* A task taken if one is visible; its run is counted with the take. */
 inline take(t) {
   if
   :: q > 0 -> q--; ran++; found = 1
   :: else -> found = 0
   fi
+}
+
+/* A look (find_work; use inside a d_step, with the caller's local r): each
+ * pop and steal compares its deque's indices relaxed first and fences only
+ * when the deque looks non-empty (deque.h, design 2.2), so a look that
+ * finds nothing may pass the thread's own buffered stores; what it finds
+ * it takes after a fence (the steal's, or a lane's lock). */
+inline look(t) {
+  rd(t, V_Q, r);
+  if
+  :: r > 0 -> flushall(t); take(t)
+  :: else -> found = 0
+  fi;
+  r = 0
 }
 
 /* The task just taken runs: it may push a child (ws_push: push, notify). */
@@ -286,7 +300,7 @@ proctype worker(byte me) {
   byte e, r;
   bit ok, found;
   do
-  :: d_step { flushall(me); take(me) };     /* find_work, idle_search */
+  :: d_step { look(me) };                   /* find_work, idle_search */
      if
      :: found -> run_task(me)
      :: else ->
@@ -304,8 +318,7 @@ proctype worker(byte me) {
           SLEEPER_FENCE(me);
 #endif
 #ifndef NO_RECHECK
-          flushall(me);
-          take(me)
+          look(me)
 #else
           skip
 #endif
@@ -339,7 +352,7 @@ endsleep:  if
 #ifndef NO_COMMIT_CLEAR
            bput(me, V_WAKING, 0);           /* waking = 0 */
 #endif
-           d_step { flushall(me); take(me) };  /* look again */
+           d_step { look(me) };             /* look again */
            if
            :: found ->
 #ifndef NO_CHAIN

@@ -817,7 +817,8 @@ int pool_try_submit(pool_t *pool, pool_fn fn, void *arg) {
 
 /* An outside submission enters as a visitor (visitors.h; docs/design.md
  * 10.1): a store to the thread's own slot and a compiler fence, instead of
- * two RMWs of the gate word, which cost a producer half its rate. A thread
+ * two RMWs of the gate word, a line all producers share (design.md 18: 4
+ * producers 10 % slower with the gate). A thread
  * whose slot cannot be listed counts itself in the gate instead. The whole
  * call is inside: the push and the notify touch the pool. */
 static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, ws_admit mode) {

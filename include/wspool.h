@@ -1480,8 +1480,9 @@ POOL_API int pool_dump_state(int fd);
  *  caller's. A group child starts at its spawner's span. Submitted tasks and
  *  jobs are separate computations from 0, and so is each blocking call of a
  *  thread other than the one that called pool_profile_begin(). The region's
- *  span is the longest of all. Time spent waiting, stealing or in the
- *  runtime's own bookkeeping counts in neither.
+ *  span is the longest of all. Time spent waiting (a sync, a wait, a
+ *  submission waiting for room), stealing or in the runtime's own code (a
+ *  spawn's publication, a submission, a job's start) counts in neither.
  *
  *  Cost: off, nothing on the inline paths and one load on the slow ones.
  *  On, every spawn is published (as under a trace) and each spawn, sync and

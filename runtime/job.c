@@ -444,7 +444,7 @@ static void complete_refused(ws_job *j, int status) {
   job_settle(w, &q);
 }
 
-int pool_job_start(pool_job_t *pj) {
+static int job_start(pool_job_t *pj) {
   ws_job *j = ws_job_unstarted(pj);
   if (!j) return EINVAL;
   ws_u64_store(&j->magic, JOB_STARTED(j), ws_relaxed);
@@ -452,7 +452,7 @@ int pool_job_start(pool_job_t *pj) {
   return 0;
 }
 
-int pool_job_submit(pool_t *pool, pool_job_t *pj, pool_fn fn, void *arg) {
+static int job_submit(pool_t *pool, pool_job_t *pj, pool_fn fn, void *arg) {
   int rc = pool_job_init(pj, pool, fn, arg);
   if (rc) return rc;
   ws_job *j = (ws_job *)pj;
@@ -463,9 +463,21 @@ int pool_job_submit(pool_t *pool, pool_job_t *pj, pool_fn fn, void *arg) {
     complete_refused(j, rc);
     return rc;
   }
-  pool_job_start(pj);
+  job_start(pj);
   if (!(w && w->pool == j->pool)) ws_leave(j->pool);
   return 0;
+}
+
+/* From a profiled strand, a start's time (its pushes, a wake) is the
+ * runtime's, as a submission's (pool.c). */
+int pool_job_start(pool_job_t *pj) {
+  uint64_t x = ws_prof_entry();
+  return x ? ws_prof_skipped(x, job_start(pj)) : job_start(pj);
+}
+
+int pool_job_submit(pool_t *pool, pool_job_t *pj, pool_fn fn, void *arg) {
+  uint64_t x = ws_prof_entry();
+  return x ? ws_prof_skipped(x, job_submit(pool, pj, fn, arg)) : job_submit(pool, pj, fn, arg);
 }
 
 static int status_of(int64_t state) { return (int)(state >> STATUS_SHIFT); }

@@ -799,20 +799,49 @@ int pool_memory(const pool_t *pool, size_t *bytes) {
 
 static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, ws_admit mode);
 
+/* Any submission: n tasks, waiting for room (a bound) or not. Out of
+ * line: inlined, it made pool_submit's path into a worker's deque save
+ * three registers. */
+static __attribute__((noinline)) int submit(pool_t *pool, pool_fn fn, void *const *args, size_t n,
+                                            ws_admit mode) {
+  if (!fn) return EINVAL;
+  ws_worker *w = ws_self();
+  if (w && (!pool || pool == w->pool)) return n ? ws_submit_inside(w, fn, args, n) : 0;
+  int rc;
+  struct pool *p = ws_resolve_err(pool, &rc);
+  if (!p) return rc;
+  return n ? submit_outside(p, fn, args, n, mode) : 0;
+}
+
+/* From a profiled strand, entered at x: a submission's time (a lane's
+ * lock, a wake, a wait for room) is the runtime's, not the strand's
+ * (design.md 15.1). Out of line: the submissions of no strand pay a
+ * thread-local test. */
+static __attribute__((noinline, cold)) int submit_profiled(uint64_t x, pool_t *pool, pool_fn fn,
+                                                           void *const *args, size_t n,
+                                                           ws_admit mode) {
+  return ws_prof_skipped(x, submit(pool, fn, args, n, mode));
+}
+
 int pool_submit(pool_t *pool, pool_fn fn, void *arg) {
+  uint64_t x = ws_prof_entry();
+  if (__builtin_expect(x != 0, 0)) return submit_profiled(x, pool, fn, &arg, 1, WS_ADMIT_WAIT);
   ws_worker *w = ws_self();
   /* From a task of the pool, the common case: straight onto its deque. */
   if (fn && w && (!pool || pool == w->pool)) return ws_submit_one_inside(w, fn, arg);
-  return pool_submit_n(pool, fn, &arg, 1);
+  return submit(pool, fn, &arg, 1, WS_ADMIT_WAIT);
 }
 
 int pool_try_submit(pool_t *pool, pool_fn fn, void *arg) {
-  if (!fn) return EINVAL;
-  ws_worker *w = ws_self();
-  if (w && (!pool || pool == w->pool)) return ws_submit_one_inside(w, fn, arg);
-  int rc;
-  struct pool *p = ws_resolve_err(pool, &rc);
-  return p ? submit_outside(p, fn, &arg, 1, WS_ADMIT_TRY) : rc;
+  uint64_t x = ws_prof_entry();
+  if (__builtin_expect(x != 0, 0)) return submit_profiled(x, pool, fn, &arg, 1, WS_ADMIT_TRY);
+  return submit(pool, fn, &arg, 1, WS_ADMIT_TRY);
+}
+
+int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n) {
+  uint64_t x = ws_prof_entry();
+  if (__builtin_expect(x != 0, 0)) return submit_profiled(x, pool, fn, args, n, WS_ADMIT_WAIT);
+  return submit(pool, fn, args, n, WS_ADMIT_WAIT);
 }
 
 /* An outside submission enters as a visitor (visitors.h; docs/design.md
@@ -837,16 +866,6 @@ static int submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t 
   if (rc == 0) rc = ws_submit_outside(p, fn, args, n, mode);
   ws_visit_end();
   return rc;
-}
-
-int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n) {
-  if (!fn) return EINVAL;
-  ws_worker *w = ws_self();
-  if (w && (!pool || pool == w->pool)) return n ? ws_submit_inside(w, fn, args, n) : 0;
-  int rc;
-  struct pool *p = ws_resolve_err(pool, &rc);
-  if (!p) return rc;
-  return n ? submit_outside(p, fn, args, n, WS_ADMIT_WAIT) : 0;
 }
 
 /* Read in the order that keeps both differences from going negative:

@@ -195,6 +195,23 @@ static inline void ws_prof_wait_end(struct pool *p, uint64_t at) {
  * either (a spawn's publication and its wake): the strand goes on from
  * now, its span as it was. */
 static inline void ws_prof_resume_own(struct pool *p) { ws_prof_wait_end(p, 0); }
+/* After a call into the runtime that is no work of the calling strand and
+ * no wait (a submission: its lock, its wake), entered at x (ws_prof_entry,
+ * 0 when the thread ran no strand): the strand cut at x goes on from now,
+ * its span as it was. Whatever pool the call was for, the time is the
+ * runtime's; a strand ended meanwhile (its pool destroyed) is left alone. */
+static inline void ws_prof_skip(uint64_t x) {
+  if (__builtin_expect(x != 0, 0) && ws__strand.pool) {
+    ws_prof_cut(x);
+    ws__strand.t0 = ws_prof_now();
+  }
+}
+/* ws_prof_skip(x), then rc: `return x ? ws_prof_skipped(x, call) : call;`
+ * around a call whose arguments are evaluated before the skip. */
+static inline int ws_prof_skipped(uint64_t x, int rc) {
+  ws_prof_skip(x);
+  return rc;
+}
 
 /* Frames (forkjoin.c). A profiled spawn replaces the frame's fn and arg
  * with ws_prof_child and a record of these, from the pool's node

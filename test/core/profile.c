@@ -16,7 +16,8 @@
  * Cases: chain (k tasks, each spawning the next: span = work), fan (m
  * independent spawns: span = one task), fib (a spinning leaf per base case:
  * span = one leaf, tasks = fib(n+1) - 1 spawns), loop (n items of a fixed
- * cost: span = one item), submit (independent submitted tasks), group
+ * cost: span = one item), submit (independent submitted tasks), bounded
+ * (submissions that wait for room: the wait is no part of the root), group
  * (children from the root), typed (POOL_TASK through pool_take), errors
  * (every documented code), env (WSPOOL_PROFILE's report on stderr). */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
@@ -416,23 +417,56 @@ static void sub_task(void *p) {
   atomic_max(&sub_max, t);
 }
 
-static void case_submit_on(pool_t *pool) {
+/* The root strand is the outside thread's own code around its calls: the
+ * submissions are the runtime's (a lane's lock, a wake; before they were
+ * cut out, under clang's TSan here the root's span ran from 40 us to 4.4
+ * ms, past the tasks' 1 ms undisturbed once in CI). */
+static void submit_run(pool_t *pool, int m, bool bounded) {
   atomic_store(&work_true, 0);
   atomic_store(&sub_max, 0);
   pool_profile_t pr;
   long sw = switches();
   CHECK_OK(pool_profile_begin(pool));
-  for (int i = 0; i < SUB_M; i++) CHECK_OK(pool_submit(pool, sub_task, NULL));
-  check_unpreempted(sw);
+  path s = path_start();
+  for (int i = 0; i < m; i++) {
+    path_leave(&s);
+    CHECK_OK(pool_submit(pool, sub_task, NULL));
+    path_back(&s);
+  }
+  /* Not across submissions that wait for room: the wait's yields count
+   * as involuntary switches (they marked every attempt disturbed in half
+   * the runs here). The moments the check covers are a few clock reads
+   * long; a spin still sees the pool's threads preempted. */
+  if (!bounded) check_unpreempted(sw);
+  path_leave(&s);
   CHECK_OK(pool_wait_idle(pool));
+  path_back(&s);
   sw = switches();
+  uint64_t root = path_end(&s), span = atomic_load(&sub_max);
   CHECK_OK(pool_profile_end(pool, &pr));
   check_unpreempted(sw);
-  check_profile(&pr, (double)atomic_load(&work_true) * 1e-9, (double)atomic_load(&sub_max) * 1e-9,
-                SUB_M);
+  check_profile(&pr, (double)atomic_load(&work_true) * 1e-9,
+                (double)(root > span ? root : span) * 1e-9, (uint64_t)m);
 }
+static void case_submit_on(pool_t *pool) { submit_run(pool, SUB_M, false); }
 static void case_submit_try(pool_t *pool) { attempts(case_submit_on, pool); }
 static void case_submit(void) { ON_POOLS(case_submit_try, 1, 2); }
+
+/* A bound of 1 on one worker: the root waits in its submissions for about
+ * BOUNDED_M - 2 tasks' time, which is no part of its strand (a span of
+ * that wait, about 6 ms here, is what the profile showed before). */
+enum { BOUNDED_M = 8 };
+static void case_bounded_on(pool_t *pool) { submit_run(pool, BOUNDED_M, true); }
+static void case_bounded(void) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 1;
+  cfg.max_queued = 1;
+  pool_t *pool;
+  CHECK_OK(pool_create(&pool, &cfg));
+  attempts(case_bounded_on, pool);
+  CHECK_OK(pool_destroy(pool));
+}
 
 /* ---- a group's children, spawned from the root -------------------------- */
 
@@ -579,5 +613,5 @@ static void case_env(void) {
 }
 
 TEST_MAIN(240, TEST_CASE(chain), TEST_CASE(fan), TEST_CASE(fib), TEST_CASE(loop),
-          TEST_CASE(submit), TEST_CASE(group), TEST_CASE(typed), TEST_CASE(errors),
-          TEST_CASE(env))
+          TEST_CASE(submit), TEST_CASE(bounded), TEST_CASE(group), TEST_CASE(typed),
+          TEST_CASE(errors), TEST_CASE(env))

@@ -140,6 +140,14 @@ static uint64_t path_leave(path *s) {
 }
 /* Back from it. */
 static void path_back(path *s) { s->last = now_ns(); }
+/* A call into the runtime on strand s's path; s->len is the path up to it
+ * (a spawned child's start). */
+#define PATH_CALL(s, call) \
+  do {                     \
+    path_leave(s);         \
+    CHECK_OK(call);        \
+    path_back(s);          \
+  } while (0)
 /* The sync of a child forked at `at` whose own path was `span` long. */
 static void path_join(path *s, uint64_t at, uint64_t span) {
   if (at + span > s->len) s->len = at + span;
@@ -200,13 +208,10 @@ static uint64_t profile_root(pool_t *pool, pool_fn fn, void *arg, const uint64_t
   long sw = switches();
   CHECK_OK(pool_profile_begin(pool));
   path s = path_start();
-  uint64_t at = path_leave(&s);
-  CHECK_OK(pool_spawn(pool, &f, fn, arg));
-  path_back(&s);
+  PATH_CALL(&s, pool_spawn(pool, &f, fn, arg));
+  uint64_t at = s.len;
   check_unpreempted(sw);
-  path_leave(&s);
-  CHECK_OK(pool_sync(&f));
-  path_back(&s);
+  PATH_CALL(&s, pool_sync(&f));
   path_join(&s, at, *span);
   sw = switches();
   uint64_t t = path_end(&s);
@@ -232,13 +237,10 @@ static void chain(void *p) {
   if (a->i + 1 < CHAIN_K) {
     chain_arg next = {a->i + 1, 0};
     pool_task_t f;
-    uint64_t at = path_leave(&s);
-    CHECK_OK(pool_spawn(NULL, &f, chain, &next));
-    path_back(&s);
+    PATH_CALL(&s, pool_spawn(NULL, &f, chain, &next));
+    uint64_t at = s.len;
     check_unpreempted(sw);
-    path_leave(&s);
-    CHECK_OK(pool_sync(&f));
-    path_back(&s);
+    PATH_CALL(&s, pool_sync(&f));
     sw = switches();
     path_join(&s, at, next.span);
   }
@@ -277,15 +279,12 @@ static void fan_root(void *p) {
   path s = path_start();
   long sw = switches();
   for (int i = 0; i < FAN_M; i++) {
-    at[i] = path_leave(&s);
-    CHECK_OK(pool_spawn(NULL, &f[i], fan_leaf, &leaf[i]));
-    path_back(&s);
+    PATH_CALL(&s, pool_spawn(NULL, &f[i], fan_leaf, &leaf[i]));
+    at[i] = s.len;
   }
   check_unpreempted(sw);
   for (int i = FAN_M; i-- > 0;) {
-    path_leave(&s);
-    CHECK_OK(pool_sync(&f[i]));
-    path_back(&s);
+    PATH_CALL(&s, pool_sync(&f[i]));
     path_join(&s, at[i], leaf[i]);
   }
   *span = path_end(&s);
@@ -324,18 +323,15 @@ static void pfib(void *p) {
   long sw = switches();
   pfib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
   pool_task_t f;
-  uint64_t at = path_leave(&s);
-  CHECK_OK(pool_spawn(NULL, &f, pfib, &x));
-  path_back(&s);
+  PATH_CALL(&s, pool_spawn(NULL, &f, pfib, &x));
+  uint64_t at = s.len;
   check_unpreempted(sw);
   /* The direct call goes on in this strand: its own path, then the sync. */
   path_leave(&s);
   pfib(&y);
   path_back(&s);
   s.len += y.span;
-  path_leave(&s);
-  CHECK_OK(pool_sync(&f));
-  path_back(&s);
+  PATH_CALL(&s, pool_sync(&f));
   path_join(&s, at, x.span);
   a->span = path_end(&s);
 }
@@ -388,9 +384,8 @@ static void case_loop_on(pool_t *pool) {
   CHECK_OK(pool_profile_begin(pool));
   path s = path_start();
   check_unpreempted(sw);
-  uint64_t at = path_leave(&s);
-  CHECK_OK(pool_parallel_for(pool, 0, LOOP_N, 0, loop_body, NULL));
-  path_back(&s);
+  PATH_CALL(&s, pool_parallel_for(pool, 0, LOOP_N, 0, loop_body, NULL));
+  uint64_t at = s.len;
   path_join(&s, at, atomic_load(&loop_max));
   sw = switches();
   uint64_t span = path_end(&s);
@@ -429,18 +424,14 @@ static void submit_run(pool_t *pool, int m, bool bounded) {
   CHECK_OK(pool_profile_begin(pool));
   path s = path_start();
   for (int i = 0; i < m; i++) {
-    path_leave(&s);
-    CHECK_OK(pool_submit(pool, sub_task, NULL));
-    path_back(&s);
+    PATH_CALL(&s, pool_submit(pool, sub_task, NULL));
   }
   /* Not across submissions that wait for room: the wait's yields count
    * as involuntary switches (they marked every attempt disturbed in half
    * the runs here). The moments the check covers are a few clock reads
    * long; a spin still sees the pool's threads preempted. */
   if (!bounded) check_unpreempted(sw);
-  path_leave(&s);
-  CHECK_OK(pool_wait_idle(pool));
-  path_back(&s);
+  PATH_CALL(&s, pool_wait_idle(pool));
   sw = switches();
   uint64_t root = path_end(&s), span = atomic_load(&sub_max);
   CHECK_OK(pool_profile_end(pool, &pr));

@@ -7,8 +7,10 @@
  *   wspool      pool_group (one group per node, pool_group_spawn per
  *               placement, pool_group_wait) and, for comparison,
  *               pool_spawn/pool_sync with the frames on the stack; pools of
- *               1 and 2 workers, the root submitted into the pool; and a
- *               typed task (POOL_TASK) taking the board by value
+ *               1 and 2 workers, the root submitted into the pool; a
+ *               typed task (POOL_TASK) taking the board by value, its
+ *               frames in an array on the stack or on the thread's frame
+ *               stack (NAME_push / NAME_pop)
  *   OpenMP      #pragma omp task per placement + taskwait, 1 and 2 threads
  *   oneTBB      task_group per node, run per placement, in an arena of 1, 2
  *
@@ -145,6 +147,26 @@ static long nq_typed(int n, int row, nq_board b) {
   return count;
 }
 
+/* Typed, the frames on the thread's frame stack (NAME_push, NAME_pop)
+ * instead of an array sized for the most children. */
+static long nq_pushed(int n, int row, nq_board b);
+POOL_TASK(long, nq_pushed, int, int, nq_board);
+
+static long nq_pushed(int n, int row, nq_board b) {
+  if (row == n) return 1;
+  int k = 0;
+  for (int c = 0; c < n; c++) {
+    if (!nq_ok(b.b, row, c)) continue;
+    nq_board nb = b;
+    nb.b[row] = (signed char)c;
+    if (nq_pushed_push(NULL, n, row + 1, nb) != 0) bench_fail("nq_pushed_push failed");
+    k++;
+  }
+  long count = 0;
+  while (k-- > 0) count += nq_pushed_pop(); /* newest first */
+  return count;
+}
+
 static void nq_typed_root(void *p) {
   nq_arg *a = p;
   nq_board b;
@@ -152,13 +174,21 @@ static void nq_typed_root(void *p) {
   a->count = nq_typed(a->n, 0, b);
 }
 
-/* param: 0 group, 1 spawn/sync, 2 typed. */
+static void nq_pushed_root(void *p) {
+  nq_arg *a = p;
+  nq_board b;
+  memset(&b, 0, sizeof b);
+  a->count = nq_pushed(a->n, 0, b);
+}
+
+/* param: 0 group, 1 spawn/sync, 2 typed, 3 typed push/pop. */
 static double run_wspool(bench_variant *v) {
+  static const pool_fn roots[] = {nq_group_task, nq_spawn_task, nq_typed_root, nq_pushed_root};
   nq_arg root;
   memset(&root, 0, sizeof root);
   root.n = nq_n;
   root.count = -1;
-  pool_fn root_fn = v->param == 2 ? nq_typed_root : v->param ? nq_spawn_task : nq_group_task;
+  pool_fn root_fn = roots[v->param];
   double t = bench_run_root(v, root_fn, &root);
   check(v->name, root.count);
   return t;
@@ -226,6 +256,7 @@ int main(void) {
       BENCH_WSPOOL_PAIR("wspool group", run_wspool, pools, 0),
       BENCH_WSPOOL_PAIR("wspool spawn/sync", run_wspool, pools, 1),
       BENCH_WSPOOL_PAIR("wspool typed", run_wspool, pools, 2),
+      BENCH_WSPOOL_PAIR("wspool typed push/pop", run_wspool, pools, 3),
       BENCH_TASK_PEER_ROWS(run_omp, run_tbb),
   };
   int nv = BENCH_COUNT(v);
@@ -239,11 +270,20 @@ int main(void) {
   bench_ratio_pair(v, nv, ts, "wspool group");
   bench_ratio_pair(v, nv, ts, "wspool spawn/sync");
   bench_ratio_pair(v, nv, ts, "wspool typed");
+  bench_ratio_pair(v, nv, ts, "wspool typed push/pop");
   bench_ratio_task_peers(v, nv, ts);
   double p_sp = 1.0 / bench_paired_ratio(y2, ts);
   printf("\npaired: typed T2 speedup over sequential %.2f\n\n", p_sp);
   bench_target("typed T2 speedup over sequential >= 1.9", p_sp >= 1.9,
                "paired %.2f; medians %.2f", p_sp, ts->med / y2->med);
+  /* The frame stack against the array: a push at the cost of a spawn. */
+  for (int w = 1; w <= 2; w++) {
+    char a[64], b[64];
+    snprintf(a, sizeof a, "wspool typed push/pop T%d", w);
+    snprintf(b, sizeof b, "wspool typed T%d", w);
+    double r = bench_paired_ratio(bench_find(v, nv, a), bench_find(v, nv, b));
+    printf("paired: typed push/pop T%d / typed T%d %.3f\n", w, w, r);
+  }
 
   for (int i = 0; i < 2; i++) pool_destroy(pools[i]);
   return bench_finish();

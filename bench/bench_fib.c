@@ -11,6 +11,8 @@
  *   wspool typed  a typed task, POOL_TASK(long, tfib, int): the argument
  *           lives in the frame, the result comes back by value, and an
  *           unstolen task is a direct call the compiler inlines.
+ *   wspool typed push/pop  the typed task with its frame on the thread's
+ *           frame stack (sfib_push / sfib_pop) instead of the caller's.
  *   ..., plain calls  take and typed T1 compiled with POOL_NO_TRAMPOLINE
  *           (bench_fib_plain.c): the trampolines' A/B (design.md 8.3).
  *   OpenMP  #pragma omp task shared(x) / taskwait, 1 and 2 threads
@@ -49,6 +51,25 @@ static double run_seq_calls(bench_variant *v) { return fib_run_seq_of(v, fib_cal
 static double run_wspool(bench_variant *v) { return fib_run_root(v, fib_task); }
 static double run_take(bench_variant *v) { return fib_run_root(v, pfib_task); }
 static double run_typed(bench_variant *v) { return fib_run_root(v, tfib_root); }
+
+/* The typed tree with its frame on the thread's frame stack (NAME_push,
+ * NAME_pop) instead of in the caller's C frame: what a child of a loop
+ * costs beyond a typed spawn, at the finest grain there is. */
+static long sfib(int n);
+POOL_TASK(long, sfib, int);
+
+static long sfib(int n) {
+  if (n < 2) return n;
+  if (sfib_push(NULL, n - 1) != 0) bench_fail("sfib_push failed");
+  long y = sfib(n - 2);
+  return sfib_pop() + y;
+}
+
+static void sfib_root(void *p) {
+  fib_arg *a = p;
+  a->r = sfib(a->n);
+}
+static double run_pushed(bench_variant *v) { return fib_run_root(v, sfib_root); }
 
 #ifdef BENCH_HAVE_OPENMP
 static long fib_omp(int n) {
@@ -93,6 +114,7 @@ typedef struct fib_rows {
   bench_variant *t1, *t2, *t16; /* spawn/take */
   bench_variant *y1, *y2, *y16; /* typed */
   bench_variant *tp, *yp;       /* take and typed T1 with plain calls */
+  bench_variant *q1, *q2;       /* typed push/pop */
   bench_variant *o1, *o2, *b1, *b2;
 } fib_rows;
 
@@ -111,6 +133,8 @@ static fib_rows find_rows(bench_variant *v, int nv) {
   r.y16 = bench_find(v, nv, "wspool typed T16 (on 2 cores)");
   r.tp = bench_find(v, nv, "wspool take T1, plain calls");
   r.yp = bench_find(v, nv, "wspool typed T1, plain calls");
+  r.q1 = bench_find(v, nv, "wspool typed push/pop T1");
+  r.q2 = bench_find(v, nv, "wspool typed push/pop T2");
   r.o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
   r.o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
   r.b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
@@ -160,6 +184,8 @@ static void print_targets(const fib_rows *r) {
   printf("  spawn/sync  T1/Ts = %.2f\n", p_s1s);
   printf("  trampolines (T1 with plain calls / T1): take %.2f, typed %.2f\n",
          bench_paired_ratio(r->tp, t1), bench_paired_ratio(r->yp, y1));
+  printf("  frame stack (typed push/pop / typed): T1 %.2f, T2 %.2f\n",
+         bench_paired_ratio(r->q1, y1), bench_paired_ratio(r->q2, y2));
   if (b1 && b2)
     printf("  oneTBB/wspool take: 1 thr %.2fx, 2 thr %.2fx\n", bench_paired_ratio(b1, t1),
            bench_paired_ratio(b2, t2));
@@ -207,6 +233,8 @@ int main(void) {
       BENCH_WSPOOL_ROW("wspool typed T1", 1, run_typed, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool typed T2", 2, run_typed, pools[1], 0),
       BENCH_WSPOOL_ROW("wspool typed T16 (on 2 cores)", 16, run_typed, pools[2], 0),
+      BENCH_WSPOOL_ROW("wspool typed push/pop T1", 1, run_pushed, pools[0], 0),
+      BENCH_WSPOOL_ROW("wspool typed push/pop T2", 2, run_pushed, pools[1], 0),
       BENCH_WSPOOL_ROW("wspool typed T1, plain calls", 1, fib_plain_run_typed, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool take T1, plain calls", 1, fib_plain_run_take, pools[0], 0),
       BENCH_PEER_ROW("oneTBB task_group 2 thr", 2, HAVE_TBB, run_tbb, 0),

@@ -765,7 +765,9 @@ POOL_API int pool_take(pool_task_t *task);
  * once empty (one kept) and at the thread's exit. Frames are popped in the
  * reverse order of their pushes, by the thread that pushed them and before
  * the task that pushed them returns; what a task pushes in between is its
- * own business as long as it pops it all.
+ * own business as long as it pops it all. Inline (wspool/inline.h, as
+ * pool_spawn()): a push that fits the newest chunk (16 KiB) and a pop that
+ * leaves it non-empty are a few loads and stores, no call.
  * \code
  *   void *mem;
  *   if (pool_frame_push(sizeof(pool_task_t), _Alignof(pool_task_t), &mem) == 0) {

@@ -7,36 +7,39 @@
  * hold their addresses, so the storage never moves: it is a list of
  * chunks, a new one added when the current one is full and dropped once
  * empty again (one kept for the next push). A thread's chunks are freed
- * when it exits. */
+ * when it exits.
+ *
+ * The newest chunk's free word, end and newest frame live in the thread's
+ * block the header's inline paths read (pool__tls.fs_*, wspool/inline.h),
+ * which push and pop there without a call while they stay in that chunk;
+ * a chunk keeps its own copies only while another is on top of it. The
+ * newest chunk is never empty (a new one takes the push that needed it;
+ * one that empties is dropped at once), so fs_last is NULL exactly when the
+ * thread holds no frame. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <wspool.h>
 
 #include "debug.h"
 
-/* Chunk payloads are multiples of this, and frames start on it: enough for
- * any frame whose alignment a push does not ask more than. */
+/* Slots and frames are whole units of this: the alignment every frame gets,
+ * and two words, the step of the inline paths. */
 #define FS_ALIGN 16u
+#define FS_WORDS(bytes) ((bytes) / sizeof(void *))
 #define FS_CHUNK ((size_t)16384)
 
 typedef struct fs_chunk {
   struct fs_chunk *prev; /* the chunk below, or NULL */
-  char *top;             /* the next free byte */
-  char *end;
-  void *last;            /* the newest frame in it, or NULL */
-  _Alignas(FS_ALIGN) char data[];
+  void **top;            /* the next free word, while a chunk is on top */
+  void **end;
+  void **last;           /* its newest frame, likewise */
+  _Alignas(FS_ALIGN) void *data[];
 } fs_chunk;
+_Static_assert(FS_ALIGN == 2 * sizeof(void *), "the inline paths step in pairs of words");
 
-/* Each frame follows a slot of its own that holds the frame below it in
- * the chunk (NULL for the first), which is `last` again once it is
- * popped. */
-typedef union fs_slot {
-  void *below;
-  _Alignas(FS_ALIGN) char pad[FS_ALIGN];
-} fs_slot;
-
-static __thread fs_chunk *fs_cur;   /* the top chunk, or NULL */
+static __thread fs_chunk *fs_cur;   /* the newest chunk, or NULL */
 static __thread fs_chunk *fs_spare; /* an empty chunk kept for reuse */
 
 static pthread_key_t fs_key;
@@ -52,6 +55,7 @@ static void fs_thread_exit(void *unused) {
   }
   free(fs_spare);
   fs_cur = fs_spare = NULL;
+  pool__tls.fs_top = pool__tls.fs_end = pool__tls.fs_last = NULL;
 }
 
 static void fs_key_make(void) {
@@ -61,22 +65,27 @@ static void fs_key_make(void) {
 /* A chunk for at least `need` bytes on top of the current one. */
 static fs_chunk *fs_grow(size_t need) {
   fs_chunk *c = fs_spare;
-  if (c && (size_t)(c->end - c->data) >= need) {
+  if (c && (size_t)((char *)c->end - (char *)c->data) >= need) {
     fs_spare = NULL;
   } else {
     size_t cap = need > FS_CHUNK ? need : FS_CHUNK;
     if (cap > SIZE_MAX - sizeof(fs_chunk)) return NULL;
     c = aligned_alloc(FS_ALIGN, (sizeof(fs_chunk) + cap + FS_ALIGN - 1) & ~(size_t)(FS_ALIGN - 1));
     if (!c) return NULL;
-    c->end = c->data + cap;
+    c->end = c->data + FS_WORDS(cap);
     /* The destructor runs only for a thread whose key value is set. */
     pthread_once(&fs_once, fs_key_make);
     if (fs_key != (pthread_key_t)-1) pthread_setspecific(fs_key, &fs_once);
   }
-  c->top = c->data;
-  c->last = NULL;
+  if (fs_cur) {
+    fs_cur->top = pool__tls.fs_top;
+    fs_cur->last = pool__tls.fs_last;
+  }
   c->prev = fs_cur;
   fs_cur = c;
+  pool__tls.fs_top = c->data;
+  pool__tls.fs_end = c->end;
+  pool__tls.fs_last = NULL;
   return c;
 }
 
@@ -84,32 +93,45 @@ int pool_frame_push(size_t size, size_t align, void **out) {
   if (!out || size == 0 || size > SIZE_MAX / 2 || align == 0 || align > FS_ALIGN ||
       (align & (align - 1)))
     return EINVAL;
-  size = sizeof(fs_slot) + ((size + FS_ALIGN - 1) & ~(size_t)(FS_ALIGN - 1));
-  fs_chunk *c = fs_cur;
-  if (!c || (size_t)(c->end - c->top) < size) {
-    c = fs_grow(size);
-    if (!c) return ENOMEM;
+  size = FS_ALIGN + ((size + FS_ALIGN - 1) & ~(size_t)(FS_ALIGN - 1));
+  void **top = pool__tls.fs_top;
+  if ((uintptr_t)pool__tls.fs_end - (uintptr_t)top < size) {
+    if (!fs_grow(size)) return ENOMEM;
+    top = pool__tls.fs_top;
   }
-  fs_slot *s = (fs_slot *)(void *)c->top;
-  s->below = c->last;
-  c->last = s + 1;
-  c->top += size;
-  *out = c->last;
+  /* As the inline push (wspool/inline.h): the slot's first word is the
+   * frame below, the frame follows the slot. */
+  top[0] = pool__tls.fs_last;
+  pool__tls.fs_last = top + 2;
+  pool__tls.fs_top = top + FS_WORDS(size);
+  *out = top + 2;
   return 0;
 }
 
-void *pool_frame_top(void) { return fs_cur ? fs_cur->last : NULL; }
+void *pool_frame_top(void) { return pool__tls.fs_last; }
 
 int pool_frame_pop(void *frame) {
-  fs_chunk *c = fs_cur;
-  if (!c || !frame || frame != c->last) return EINVAL;
-  fs_slot *s = (fs_slot *)frame - 1;
-  c->last = s->below;
-  c->top = (char *)s;
-  if (c->top == c->data) {
+  void **last = pool__tls.fs_last;
+  if (!frame || frame != (void *)last) return EINVAL;
+  pool__tls.fs_last = (void **)last[-2];
+  pool__tls.fs_top = last - 2;
+  if (!last[-2]) {
+    /* The chunk's first frame: the chunk is empty, the one below is on
+     * top again. */
+    fs_chunk *c = fs_cur;
     fs_cur = c->prev;
     free(fs_spare);
     fs_spare = c;
+    c = fs_cur;
+    pool__tls.fs_top = c ? c->top : NULL;
+    pool__tls.fs_end = c ? c->end : NULL;
+    pool__tls.fs_last = c ? c->last : NULL;
   }
   return 0;
 }
+
+/* The names the header's inline paths call (wspool/inline.h). */
+int pool__frame_push_full(size_t size, size_t align, void **out)
+    __attribute__((alias("pool_frame_push")));
+int pool__frame_pop_full(void *frame) __attribute__((alias("pool_frame_pop")));
+void *pool__frame_top_full(void) __attribute__((alias("pool_frame_top")));

@@ -35,6 +35,14 @@
  *         the runtime last added them to the worker's `tasks` statistic
  *         (it does after each task it schedules). A plain counter in the
  *         thread's own block;
+ *  fs_top, fs_end, fs_last  the thread's frame stack (pool_frame_push,
+ *         on every thread): the next free word of its newest chunk, the
+ *         chunk's end, and its newest frame (NULL: none). A frame follows
+ *         a two-word slot whose first word is the frame below it in the
+ *         chunk, NULL for the chunk's first; popping that one, or pushing
+ *         past fs_end, calls the library, which moves between chunks.
+ *         All NULL on a thread that never pushed, so the inline push calls
+ *         the library there;
  *  limit  a spawn stays private while top < limit. The owner opens it
  *         (sets the end of the stack) when its public deque holds work;
  *         the owner or a thief closes it (0) when that deque is empty, so
@@ -81,7 +89,10 @@ struct pool__tls { /* the fields are described at the top of this file */
   void **top;
   void *pool;
   uint64_t tasks;
-  char wsp_pad[128 - 2 * sizeof(void *) - sizeof(uint64_t)];
+  void **fs_top;
+  void **fs_end;
+  void **fs_last;
+  char wsp_pad[128 - 5 * sizeof(void *) - sizeof(uint64_t)];
   uintptr_t limit;
   char wsp_pad2[128 - sizeof(uintptr_t)];
 } POOL__LINE_ALIGNED;
@@ -96,6 +107,12 @@ POOL_API __attribute__((__cold__)) int pool__spawn_full(pool_t *pool, pool_task_
                                                         pool_fn fn, void *arg);
 POOL_API __attribute__((__cold__)) int pool__sync_full(pool_task_t *task);
 POOL_API __attribute__((__cold__)) int pool__take_full(pool_task_t *task);
+POOL_API __attribute__((__cold__)) int pool__frame_push_full(size_t size, size_t align,
+                                                             void **out);
+/* Not cold: gcc 12 then took the inline pop's common case, after a typed
+ * sync that ran the task, for cold too (bench_fib's sfib). */
+POOL_API int pool__frame_pop_full(void *frame);
+POOL_API __attribute__((__cold__)) void *pool__frame_top_full(void);
 #endif
 
 #if defined(__GNUC__) && defined(__ELF__) && \
@@ -242,6 +259,48 @@ POOL__INLINE int pool_sync(pool_task_t *task) {
 POOL__INLINE int pool_take(pool_task_t *task) {
   if (pool__pop_private(task)) return POOL_TAKEN;
   POOL__SLOW_TASK(pool__take_tramp, pool__take_full, task);
+}
+
+/* The frame stack's common cases (fs_* above): a push that fits the newest
+ * chunk, a pop that leaves it non-empty. With a constant size and
+ * alignment (typed tasks) the checks fold away. A frame's slot and size
+ * are whole 16-byte units, so the stack moves in pairs of words. */
+POOL__INLINE int pool_frame_push(size_t size, size_t align, void **out) {
+  void **top = pool__tls.fs_top;
+  size_t words = 2 + (size + 15) / 16 * 2;
+  if (__builtin_expect(out && size && size <= (size_t)-1 / 2 && align && align <= 16 &&
+                           !(align & (align - 1)) &&
+                           (uintptr_t)pool__tls.fs_end - (uintptr_t)top >= words * sizeof(void *),
+                       1)) {
+    top[0] = pool__tls.fs_last;
+    pool__tls.fs_last = top + 2;
+    pool__tls.fs_top = top + words;
+    *out = top + 2;
+    return 0;
+  }
+  return pool__frame_push_full(size, align, out);
+}
+
+POOL__INLINE void *pool_frame_top(void) {
+  void **last = pool__tls.fs_last;
+  return last ? (void *)last : pool__frame_top_full();
+}
+
+/* The slot's address is computed as an integer: as `last - 2` the
+ * compiler may reach it through `frame`, and with a caller's local
+ * variable there -Warray-bounds reports the read before it. */
+POOL__INLINE int pool_frame_pop(void *frame) {
+  void **last = pool__tls.fs_last;
+  if (__builtin_expect(frame && frame == (void *)last, 1)) {
+    void **slot = (void **)((uintptr_t)last - 2 * sizeof(void *));
+    void **below = (void **)slot[0];
+    if (__builtin_expect(below != (void **)0, 1)) {
+      pool__tls.fs_last = below;
+      pool__tls.fs_top = slot;
+      return 0;
+    }
+  }
+  return pool__frame_pop_full(frame);
 }
 
 #ifdef __cplusplus

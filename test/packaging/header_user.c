@@ -65,6 +65,17 @@ static int wide_all(void) {
   return rc;
 }
 
+/* The frame stack's inline paths, with a size known only at run time and
+ * a pop of a local's address (which must not read as out of bounds). */
+static int frames(size_t size) {
+  void *m = &m;
+  int rc = pool_frame_push(size, 8, &m);
+  if (rc == 0 && pool_frame_top() != m) rc = 1;
+  if (rc == 0) rc = pool_frame_pop(m);
+  if (rc == 0) rc = pool_frame_pop(&m) == EINVAL ? 0 : 1;
+  return rc;
+}
+
 static int body(size_t lo, size_t hi, void *ctx) {
   (void)ctx;
   return lo < hi && pool_cancelled() ? ECANCELED : 0;
@@ -82,5 +93,6 @@ int main(void) {
   if (rc == 0) rc = pool_group_wait(&g);
   if (rc == 0) rc = pool_parallel_for_try(NULL, 0, 100, 0, body, NULL);
   if (rc == 0) rc = wide_all();
+  if (rc == 0) rc = frames((size_t)rc + 24);
   return rc == 0 && tfib(10) == 55 ? 0 : 1;
 }

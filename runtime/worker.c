@@ -407,14 +407,22 @@ static void resize_park(ws_worker *w) {
   nothing_found(w);
   ws_submit_drop_open(w);
   uint32_t told = 1;
-  /* acq_rel: release, its last task happens before the resizer's acquire
+  /* seq_cst: release, its last task happens before the resizer's acquire
    * load of 2 (the shrink returns after it); acquire, pairs with the
-   * resizer's store. Fails when a grow cleared it meanwhile. */
-  if (!ws_u32_cas(&w->off, &told, 2, ws_acq_rel)) return;
+   * resizer's store; and Dekker with destroy (below). Fails when a grow
+   * cleared it meanwhile. */
+  if (!ws_u32_cas(&w->off, &told, 2, ws_seq_cst)) return;
   ws_futex_wake(&w->off, INT_MAX);
   ws_u32_store(&w->doing, WS_DOING_PARKED, ws_relaxed); /* for pool_dump_state */
-  /* Acquire: pairs with the release store of the grow or of destroy. */
-  while (ws_u32_load(&w->off, ws_acquire) == 2) ws_futex_wait(&w->off, 2);
+  /* A shrink that entered before destroy's close may store its 1 after
+   * destroy's exchange of 0 (design.md 10.4): destroy then never clears
+   * this 2. seq_cst load of `stop` after the CAS, against destroy's store
+   * of `stop` before its exchange: we see `stop`, or the exchange sees our
+   * 2 and wakes us. Acquire on `off`: pairs with the grow's release store
+   * or destroy's exchange. Left at 2 on a stop: the loop leaves through
+   * its `stop` check, and nothing reads the word after destroy. */
+  while (ws_u32_load(&w->off, ws_acquire) == 2 && !ws_u32_load(&w->pool->stop, ws_seq_cst))
+    ws_futex_wait(&w->off, 2);
   ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
 }
 

@@ -24,10 +24,11 @@
 
 #include "debug.h"
 
-/* Slots and frames are whole units of this: the alignment every frame gets,
- * and two words, the step of the inline paths. */
+/* Slots and frames are whole units of this, the alignment every frame
+ * gets (the inline paths' POOL__FS_UNIT words). */
 #define FS_ALIGN 16u
 #define FS_WORDS(bytes) ((bytes) / sizeof(void *))
+#define FS_SLOT FS_WORDS(FS_ALIGN)
 #define FS_CHUNK ((size_t)16384)
 
 typedef struct fs_chunk {
@@ -37,7 +38,7 @@ typedef struct fs_chunk {
   void **last;           /* its newest frame, likewise */
   _Alignas(FS_ALIGN) void *data[];
 } fs_chunk;
-_Static_assert(FS_ALIGN == 2 * sizeof(void *), "the inline paths step in pairs of words");
+_Static_assert(FS_ALIGN % sizeof(void *) == 0, "a slot is whole words");
 
 static __thread fs_chunk *fs_cur;   /* the newest chunk, or NULL */
 static __thread fs_chunk *fs_spare; /* an empty chunk kept for reuse */
@@ -102,9 +103,9 @@ int pool_frame_push(size_t size, size_t align, void **out) {
   /* As the inline push (wspool/inline.h): the slot's first word is the
    * frame below, the frame follows the slot. */
   top[0] = pool__tls.fs_last;
-  pool__tls.fs_last = top + 2;
+  pool__tls.fs_last = top + FS_SLOT;
   pool__tls.fs_top = top + FS_WORDS(size);
-  *out = top + 2;
+  *out = top + FS_SLOT;
   return 0;
 }
 
@@ -113,9 +114,10 @@ void *pool_frame_top(void) { return pool__tls.fs_last; }
 int pool_frame_pop(void *frame) {
   void **last = pool__tls.fs_last;
   if (!frame || frame != (void *)last) return EINVAL;
-  pool__tls.fs_last = (void **)last[-2];
-  pool__tls.fs_top = last - 2;
-  if (!last[-2]) {
+  void **slot = last - FS_SLOT;
+  pool__tls.fs_last = (void **)slot[0];
+  pool__tls.fs_top = slot;
+  if (!slot[0]) {
     /* The chunk's first frame: the chunk is empty, the one below is on
      * top again. */
     fs_chunk *c = fs_cur;

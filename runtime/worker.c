@@ -419,8 +419,9 @@ static void resize_park(ws_worker *w) {
    * this 2. seq_cst load of `stop` after the CAS, against destroy's store
    * of `stop` before its exchange: we see `stop`, or the exchange sees our
    * 2 and wakes us. Acquire on `off`: pairs with the grow's release store
-   * or destroy's exchange. Left at 2 on a stop: the loop leaves through
-   * its `stop` check, and nothing reads the word after destroy. */
+   * or destroy's exchange. Left at 2 on a stop: the loop's next
+   * resize_park fails its CAS and returns, and the loop leaves through its
+   * `stop` check. */
   while (ws_u32_load(&w->off, ws_acquire) == 2 && !ws_u32_load(&w->pool->stop, ws_seq_cst))
     ws_futex_wait(&w->off, 2);
   ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);

@@ -38,7 +38,7 @@
  *  fs_top, fs_end, fs_last  the thread's frame stack (pool_frame_push,
  *         on every thread): the next free word of its newest chunk, the
  *         chunk's end, and its newest frame (NULL: none). A frame follows
- *         a two-word slot whose first word is the frame below it in the
+ *         a 16-byte slot whose first word is the frame below it in the
  *         chunk, NULL for the chunk's first; popping that one, or pushing
  *         past fs_end, calls the library, which moves between chunks.
  *         All NULL on a thread that never pushed, so the inline push calls
@@ -264,18 +264,19 @@ POOL__INLINE int pool_take(pool_task_t *task) {
 /* The frame stack's common cases (fs_* above): a push that fits the newest
  * chunk, a pop that leaves it non-empty. With a constant size and
  * alignment (typed tasks) the checks fold away. A frame's slot and size
- * are whole 16-byte units, so the stack moves in pairs of words. */
+ * are whole 16-byte units (POOL__FS_UNIT words). */
+#define POOL__FS_UNIT (16 / sizeof(void *))
 POOL__INLINE int pool_frame_push(size_t size, size_t align, void **out) {
   void **top = pool__tls.fs_top;
-  size_t words = 2 + (size + 15) / 16 * 2;
+  size_t words = POOL__FS_UNIT * (1 + (size + 15) / 16);
   if (__builtin_expect(out && size && size <= (size_t)-1 / 2 && align && align <= 16 &&
                            !(align & (align - 1)) &&
                            (uintptr_t)pool__tls.fs_end - (uintptr_t)top >= words * sizeof(void *),
                        1)) {
     top[0] = pool__tls.fs_last;
-    pool__tls.fs_last = top + 2;
+    pool__tls.fs_last = top + POOL__FS_UNIT;
     pool__tls.fs_top = top + words;
-    *out = top + 2;
+    *out = top + POOL__FS_UNIT;
     return 0;
   }
   return pool__frame_push_full(size, align, out);
@@ -292,7 +293,7 @@ POOL__INLINE void *pool_frame_top(void) {
 POOL__INLINE int pool_frame_pop(void *frame) {
   void **last = pool__tls.fs_last;
   if (__builtin_expect(frame && frame == (void *)last, 1)) {
-    void **slot = (void **)((uintptr_t)last - 2 * sizeof(void *));
+    void **slot = (void **)((uintptr_t)last - 16);
     void **below = (void **)slot[0];
     if (__builtin_expect(below != (void **)0, 1)) {
       pool__tls.fs_last = below;

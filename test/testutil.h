@@ -28,6 +28,18 @@ static inline pool_t *make_pool(unsigned threads) {
   return p;
 }
 
+/* A pool of `workers` whose outside submissions wait while `bound` of
+ * theirs wait to start (pool_config_t::max_queued). */
+static inline pool_t *bounded_pool(unsigned workers, size_t bound) {
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = workers;
+  cfg.max_queued = bound;
+  pool_t *p = NULL;
+  CHECK_OK(pool_create(&p, &cfg));
+  return p;
+}
+
 /* fn(pool) on a fresh pool of each size listed: ON_POOLS(fn, 1, 2, 4). */
 #define ON_POOLS(fn, ...)                                                 \
   do {                                                                    \

@@ -454,12 +454,7 @@ static void case_submit(void) { ON_POOLS(case_submit_try, 1, 2); }
 enum { BOUNDED_M = 8 };
 static void case_bounded_on(pool_t *pool) { submit_run(pool, BOUNDED_M, true); }
 static void case_bounded(void) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 1;
-  cfg.max_queued = 1;
-  pool_t *pool;
-  CHECK_OK(pool_create(&pool, &cfg));
+  pool_t *pool = bounded_pool(1, 1);
   attempts(case_bounded_on, pool);
   CHECK_OK(pool_destroy(pool));
 }

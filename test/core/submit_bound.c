@@ -35,16 +35,6 @@
 #include "check.h"
 #include "testutil.h"
 
-static pool_t *bounded_pool(unsigned workers, size_t bound) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = workers;
-  cfg.max_queued = bound;
-  pool_t *p;
-  CHECK_OK(pool_create(&p, &cfg));
-  return p;
-}
-
 /* ---- tasks held at a gate ---------------------------------------------- */
 
 static atomic_int gate_open;

@@ -24,11 +24,9 @@
 
 #include "debug.h"
 
-/* Slots and frames are whole units of this, the alignment every frame
- * gets (the inline paths' POOL__FS_UNIT words). */
+/* The alignment every frame gets: slots and frames are whole units of it
+ * (POOL__FS_UNIT words, wspool/inline.h). */
 #define FS_ALIGN 16u
-#define FS_WORDS(bytes) ((bytes) / sizeof(void *))
-#define FS_SLOT FS_WORDS(FS_ALIGN)
 #define FS_CHUNK ((size_t)16384)
 
 typedef struct fs_chunk {
@@ -38,7 +36,7 @@ typedef struct fs_chunk {
   void **last;           /* its newest frame, likewise */
   _Alignas(FS_ALIGN) void *data[];
 } fs_chunk;
-_Static_assert(FS_ALIGN % sizeof(void *) == 0, "a slot is whole words");
+_Static_assert(FS_ALIGN == POOL__FS_UNIT * sizeof(void *), "the inline paths' unit");
 
 static __thread fs_chunk *fs_cur;   /* the newest chunk, or NULL */
 static __thread fs_chunk *fs_spare; /* an empty chunk kept for reuse */
@@ -73,7 +71,7 @@ static fs_chunk *fs_grow(size_t need) {
     if (cap > SIZE_MAX - sizeof(fs_chunk)) return NULL;
     c = aligned_alloc(FS_ALIGN, (sizeof(fs_chunk) + cap + FS_ALIGN - 1) & ~(size_t)(FS_ALIGN - 1));
     if (!c) return NULL;
-    c->end = c->data + FS_WORDS(cap);
+    c->end = c->data + cap / sizeof(void *);
     /* The destructor runs only for a thread whose key value is set. */
     pthread_once(&fs_once, fs_key_make);
     if (fs_key != (pthread_key_t)-1) pthread_setspecific(fs_key, &fs_once);
@@ -91,21 +89,14 @@ static fs_chunk *fs_grow(size_t need) {
 }
 
 int pool_frame_push(size_t size, size_t align, void **out) {
-  if (!out || size == 0 || size > SIZE_MAX / 2 || align == 0 || align > FS_ALIGN ||
-      (align & (align - 1)))
-    return EINVAL;
-  size = FS_ALIGN + ((size + FS_ALIGN - 1) & ~(size_t)(FS_ALIGN - 1));
+  if (!POOL__FS_ARGS_OK(size, align, out)) return EINVAL;
+  size_t words = POOL__FS_WORDS(size), bytes = words * sizeof(void *);
   void **top = pool__tls.fs_top;
-  if ((uintptr_t)pool__tls.fs_end - (uintptr_t)top < size) {
-    if (!fs_grow(size)) return ENOMEM;
+  if ((uintptr_t)pool__tls.fs_end - (uintptr_t)top < bytes) {
+    if (!fs_grow(bytes)) return ENOMEM;
     top = pool__tls.fs_top;
   }
-  /* As the inline push (wspool/inline.h): the slot's first word is the
-   * frame below, the frame follows the slot. */
-  top[0] = pool__tls.fs_last;
-  pool__tls.fs_last = top + FS_SLOT;
-  pool__tls.fs_top = top + FS_WORDS(size);
-  *out = top + FS_SLOT;
+  *out = pool__fs_bump(top, words);
   return 0;
 }
 
@@ -114,7 +105,7 @@ void *pool_frame_top(void) { return pool__tls.fs_last; }
 int pool_frame_pop(void *frame) {
   void **last = pool__tls.fs_last;
   if (!frame || frame != (void *)last) return EINVAL;
-  void **slot = last - FS_SLOT;
+  void **slot = pool__fs_slot(last);
   pool__tls.fs_last = (void **)slot[0];
   pool__tls.fs_top = slot;
   if (!slot[0]) {

@@ -156,6 +156,33 @@ extern __inline__ __attribute__((__gnu_inline__, __always_inline__)) int pool__p
   pool__tls.top = top - 1;
   return 1;
 }
+
+/* The frame stack (fs_* above), for the inline pool_frame_push() and
+ * pool_frame_pop() below and for the library's own (runtime/fstack.c). A
+ * frame's slot and size are whole 16-byte units, POOL__FS_UNIT words. */
+#define POOL__FS_UNIT (16 / sizeof(void *))
+/* A push's arguments as pool_frame_push() documents them. */
+#define POOL__FS_ARGS_OK(size, align, out)                                                   \
+  ((out) && (size) && (size) <= (size_t)-1 / 2 && (align) && (align) <= 16 &&             \
+   !((align) & ((align) - 1)))
+/* The words a frame of `size` bytes takes, its slot included. */
+#define POOL__FS_WORDS(size) (POOL__FS_UNIT * (1 + ((size) + 15) / 16))
+/* Pushes a frame of `words` at `top`, which has room: the slot's first
+ * word is the frame below it. Returns the frame. */
+extern __inline__ __attribute__((__gnu_inline__, __always_inline__)) void *pool__fs_bump(
+    void **top, size_t words) {
+  top[0] = pool__tls.fs_last;
+  pool__tls.fs_last = top + POOL__FS_UNIT;
+  pool__tls.fs_top = top + words;
+  return top + POOL__FS_UNIT;
+}
+/* The slot before frame `last`. An integer computation: as `last - 2`
+ * the compiler may reach it through a pop's argument, and with a caller's
+ * local variable there -Warray-bounds reports the read of the slot. */
+extern __inline__ __attribute__((__gnu_inline__, __always_inline__)) void **pool__fs_slot(
+    void **last) {
+  return (void **)((uintptr_t)last - 16);
+}
 #ifdef __cplusplus
 #pragma GCC diagnostic pop
 #endif
@@ -261,22 +288,16 @@ POOL__INLINE int pool_take(pool_task_t *task) {
   POOL__SLOW_TASK(pool__take_tramp, pool__take_full, task);
 }
 
-/* The frame stack's common cases (fs_* above): a push that fits the newest
- * chunk, a pop that leaves it non-empty. With a constant size and
- * alignment (typed tasks) the checks fold away. A frame's slot and size
- * are whole 16-byte units (POOL__FS_UNIT words). */
-#define POOL__FS_UNIT (16 / sizeof(void *))
+/* The frame stack's common cases: a push that fits the newest chunk, a
+ * pop that leaves it non-empty. With a constant size and alignment (typed
+ * tasks) the checks fold away. */
 POOL__INLINE int pool_frame_push(size_t size, size_t align, void **out) {
   void **top = pool__tls.fs_top;
-  size_t words = POOL__FS_UNIT * (1 + (size + 15) / 16);
-  if (__builtin_expect(out && size && size <= (size_t)-1 / 2 && align && align <= 16 &&
-                           !(align & (align - 1)) &&
+  size_t words = POOL__FS_WORDS(size);
+  if (__builtin_expect(POOL__FS_ARGS_OK(size, align, out) &&
                            (uintptr_t)pool__tls.fs_end - (uintptr_t)top >= words * sizeof(void *),
                        1)) {
-    top[0] = pool__tls.fs_last;
-    pool__tls.fs_last = top + POOL__FS_UNIT;
-    pool__tls.fs_top = top + words;
-    *out = top + POOL__FS_UNIT;
+    *out = pool__fs_bump(top, words);
     return 0;
   }
   return pool__frame_push_full(size, align, out);
@@ -287,13 +308,10 @@ POOL__INLINE void *pool_frame_top(void) {
   return last ? (void *)last : pool__frame_top_full();
 }
 
-/* The slot's address is computed as an integer: as `last - 2` the
- * compiler may reach it through `frame`, and with a caller's local
- * variable there -Warray-bounds reports the read before it. */
 POOL__INLINE int pool_frame_pop(void *frame) {
   void **last = pool__tls.fs_last;
   if (__builtin_expect(frame && frame == (void *)last, 1)) {
-    void **slot = (void **)((uintptr_t)last - 16);
+    void **slot = pool__fs_slot(last);
     void **below = (void **)slot[0];
     if (__builtin_expect(below != (void **)0, 1)) {
       pool__tls.fs_last = below;

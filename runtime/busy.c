@@ -49,7 +49,15 @@ static uint32_t read_running(void) {
   return r;
 }
 
-static uint32_t online_cpus(void) {
+static ws_u32 awake;
+
+void ws_awake_add(int32_t d) { ws_u32_fetch_add(&awake, (uint32_t)d, ws_relaxed); }
+
+uint32_t ws_awake(void) { return ws_u32_load(&awake, ws_relaxed); }
+
+void ws_awake_forget(void) { ws_u32_store(&awake, 0, ws_relaxed); }
+
+uint32_t ws_online_cpus(void) {
   uint32_t n = ws_u32_load(&online, ws_relaxed);
   if (n == 0) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
@@ -65,5 +73,5 @@ bool ws_cpus_busy(unsigned own) {
       ws_u64_cas(&sampled_at, &at, now, ws_relaxed))
     ws_u32_store(&running, read_running(), ws_relaxed);
   uint32_t r = ws_u32_load(&running, ws_relaxed);
-  return r > own && r - own >= online_cpus();
+  return r > own && r - own >= ws_online_cpus();
 }

@@ -410,6 +410,7 @@ static ws_task *auto_poll(ws_worker *w) {
   w->quiet_sleep = !may_poll(w, now);
   if (w->quiet_sleep) return NULL;
   unsigned r = 0;
+  bool slow = false; /* a yield of this poll took SLOW_YIELD_NS */
   for (; r < SPIN_ROUNDS; r++) {
     /* Relaxed: a hint to stop polling for a pool being destroyed or a
      * shrink waiting for this worker, as in idle_search. */
@@ -421,7 +422,9 @@ static ws_task *auto_poll(ws_worker *w) {
     /* More workers of the process's pools awake than CPUs: the yield may
      * have run one of them, as the poll means to (Arora, Blumofe and
      * Plaxton, design.md 4), and proves no neighbour. */
-    if (now - before < SLOW_YIELD_NS || ws_awake() > ws_online_cpus()) {
+    bool was_slow = now - before >= SLOW_YIELD_NS;
+    slow |= was_slow;
+    if (!was_slow || ws_awake() > ws_online_cpus()) {
       if (!t) continue;
       w->waited_at = 0; /* a look found it: nothing to judge */
       return t;
@@ -441,7 +444,7 @@ static ws_task *auto_poll(ws_worker *w) {
   /* Every yield came back at once, and nothing came: the CPUs have room
    * (a yield also returns at once while the scheduler owes this thread
    * time, so a fast yield that finds work proves nothing). */
-  if (r == SPIN_ROUNDS && w->waited_at == 0) ws_u64_store(&quiet_ns, 0, ws_relaxed);
+  if (r == SPIN_ROUNDS && !slow) ws_u64_store(&quiet_ns, 0, ws_relaxed);
   w->waited_at = 0;
   return NULL;
 }

@@ -28,8 +28,9 @@ static inline uint64_t ws_mono_ns(void) {
  * read (no /proc). */
 bool ws_cpus_busy(unsigned own);
 
-/* Online CPUs, read once. */
-uint32_t ws_online_cpus(void);
+/* CPUs the process may run on (its affinity mask when first asked),
+ * read once. */
+uint32_t ws_usable_cpus(void);
 
 /* Worker threads of every pool of the process that are not in the idle
  * sleep or parked: a count kept by the workers (worker.c, +1 when they

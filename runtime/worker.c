@@ -424,7 +424,7 @@ static ws_task *auto_poll(ws_worker *w) {
      * Plaxton, design.md 4), and proves no neighbour. */
     bool was_slow = now - before >= SLOW_YIELD_NS;
     slow |= was_slow;
-    if (!was_slow || ws_awake() > ws_online_cpus()) {
+    if (!was_slow || ws_awake() > ws_usable_cpus()) {
       if (!t) continue;
       w->waited_at = 0; /* a look found it: nothing to judge */
       return t;

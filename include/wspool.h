@@ -148,23 +148,29 @@
  * looks, for pool_config_t::idle_poll_us, then sleeps on a futex until work
  * is submitted (no timer, no CPU while asleep). By default
  * (POOL_IDLE_POLL_AUTO) it polls 64 rounds, each after a sched_yield()
- * (about 100 us on a free CPU; longer when other threads take the CPU it
- * yields). With POOL_IDLE_POLL_ADAPTIVE it polls about 100 us, except when the threads
- * runnable on the machine, not counting the pool's own awake workers,
- * already fill every online CPU (the kernel's count in /proc/loadavg, read
- * at most every 10 ms per process): then it looks again for a few
- * microseconds without yielding and sleeps, as a thread waiting on a
- * condition variable would, so that a program's own threads,
- * its other pools and other processes keep their CPUs, and a small job
- * arriving later wakes the worker (the scheduler runs a woken thread
- * promptly) instead of finding it queued behind a busy thread it yielded
- * to. Where /proc/loadavg cannot be read, it polls. ADAPTIVE is not the
- * default because it cannot tell the program's own producers from other
- * work: beside an outside thread flooding the pool it made workers sleep
- * and be woken per gap (bench_submit's flood rows 26-156 % slower). A program that
- * feeds a pool small jobs now and then beside busy threads of its own (an
- * I/O helper) may ask for POOL_IDLE_POLL_NONE; one that owns its CPUs and
- * wants the lowest wake latency, for a longer poll. `WSPOOL_IDLE_POLL`
+ * (about 100 us on a free CPU), and stops early beside busy threads: a
+ * yield that takes 100 us or more ran another thread on its CPU, and
+ * polling on would leave the worker queued behind that thread when its
+ * next task arrives. Unless tasks came meanwhile at a flood's rate (one
+ * per 30 us or more: a producer of the program, to which the yield handed
+ * the CPU), or the process's pools have more workers awake than there are
+ * CPUs (the yield may have run one of them), the worker sleeps; after a
+ * second such yield within 20 ms it sleeps as soon as it runs out of work,
+ * for a quiet spell of 10 ms, each spell twice the last up to 1 s, ended
+ * for a worker by a flood, and started over once a poll's yields all
+ * come back at once. A woken worker is run promptly
+ * by the scheduler, so a small job arriving later waits about as long as
+ * it would for a thread on a condition variable, and the program's other
+ * threads keep their CPUs. With POOL_IDLE_POLL_ADAPTIVE it polls about
+ * 100 us, except while the threads runnable on the machine, not counting
+ * the pool's own awake workers, fill every online CPU (the kernel's count
+ * in /proc/loadavg, read at most every 10 ms per process): then it looks
+ * again for a few microseconds without yielding and sleeps. It cannot
+ * tell the program's own producers from other work: beside an outside
+ * thread flooding the pool it makes workers sleep and be woken per gap. A
+ * program that feeds a pool small jobs now and then and wants no poll at
+ * all may ask for POOL_IDLE_POLL_NONE; one that owns its CPUs and wants
+ * the lowest wake latency, for a longer poll. `WSPOOL_IDLE_POLL`
  * sets the value pool_config_default() fills in.
  * \code
  * pool_config_t cfg;
@@ -396,7 +402,9 @@ typedef struct pool_config {
       Polling turns a wake-up into a look (lower latency for work that
       arrives soon) at the cost of CPU other threads may want.
       - POOL_IDLE_POLL_AUTO (0, the default and what a zeroed config
-        holds): 64 looks, each after a yield (about 100 us).
+        holds): 64 looks, each after a yield (about 100 us), none for a
+        while once a yield shows other threads want the CPU and no flood
+        of tasks comes (\ref idlepoll).
       - POOL_IDLE_POLL_ADAPTIVE (-2): about 100 us, and none while other
         runnable threads (of this process or any other) fill every CPU: a
         worker then sleeps after a few microseconds and leaves its CPU to

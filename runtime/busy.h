@@ -28,4 +28,19 @@ static inline uint64_t ws_mono_ns(void) {
  * read (no /proc). */
 bool ws_cpus_busy(unsigned own);
 
+/* CPUs the process may run on (its affinity mask when first asked),
+ * read once. */
+uint32_t ws_usable_cpus(void);
+
+/* Worker threads of every pool of the process that are not in the idle
+ * sleep or parked: a count kept by the workers (worker.c, +1 when they
+ * start or wake, -1 before they sleep, park or end) for the default
+ * poll's neighbour rule. A worker asleep in a wait for its children still
+ * counts: the count errs towards "crowded", where the rule does nothing.
+ * Relaxed: a hint. */
+void ws_awake_add(int32_t d);
+uint32_t ws_awake(void);
+/* A fork()'s child has none of the parent's workers (pool.c). */
+void ws_awake_forget(void);
+
 #endif /* WS_BUSY_H */

@@ -82,7 +82,7 @@ static const ws_option_desc options[WS_OPT_COUNT] = {
                           .accepts = "microseconds from 0 (sleep at once) to 1000000",
                           .doc = "how long an idle worker polls before it sleeps, in us, for "
                                  "`pool_config_default` (0 = sleeps at once; unset: 64 yielding "
-                                 "looks, about 100)"},
+                                 "looks, about 100, none beside busy threads)"},
     [WS_OPT_PROFILE] = {.name = "WSPOOL_PROFILE", .kind = KIND_FLAG, .dflt = 0, .example = "1",
                         .accepts = "0 or 1",
                         .doc = "each pool's work/span profile on stderr (and in the trace) when "

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "busy.h"
 #include "chaos.h"
 #include "count.h"
 #include "profile.h"
@@ -666,6 +667,7 @@ static void atfork_child(void) {
    * parent: none is here to leave. */
   for (struct pool *p = free_pools; p; p = p->next_free)
     ws_u32_store(&p->gate, WS_GATE_CLOSED, ws_relaxed);
+  ws_awake_forget();
   ws_futex_atfork(2);
   ws_trace_atfork(2);
   ws_placement_atfork(2);

@@ -72,6 +72,15 @@ typedef struct ws_worker {
    * cannot be read (worker.c). Set as the thread starts. */
   uintptr_t stack_lo;
   size_t help_reserve; /* help while waiting only with more stack than this */
+  /* The default idle poll's neighbour rule (worker.c, auto_poll): this
+   * worker sleeps without polling until `quiet_until` (monotonic ns). An
+   * idle wait to be judged: when it began (0: none), the pool's outside
+   * submissions and this worker's stats.tasks then, and whether it is a
+   * sleep (else a poll). */
+  uint64_t quiet_until, waited_at, waited_pushed, waited_tasks;
+  uint64_t strike_at; /* its last verdict that began no spell */
+  bool waited_slept;
+  bool quiet_sleep;  /* the last idle search did not poll: a quiet spell */
 
   /* ---- Set by pool_create before the thread starts; read-only after ---- */
   struct pool *pool;

@@ -30,6 +30,29 @@
  * they hand the CPU to the producer, whose next tasks the worker then
  * finds (bench_submit's rows fell 26-156 % when the poll stopped there). */
 enum { SPIN_ROUNDS = 64 };
+/* The default poll's neighbour rule (docs/design.md 4). A yield that
+ * returns after SLOW_YIELD_NS ran another thread on this CPU that long:
+ * the CPUs are full. Polling on would queue the worker behind that thread
+ * at every look, so that its next task waits a scheduler slice
+ * (milliseconds) where a sleeping worker is woken and run at once. */
+enum { SLOW_YIELD_NS = 100 * 1000 };
+/* An idle wait (a slow yield, or a quiet worker's sleep) fed the worker
+ * when, from its start, outside submissions and tasks run here came at one
+ * per DENSE_NS (after a sleep, and DENSE_MIN or more: a burst of a late
+ * producer is not a flood): a producer flooding the pool, to which the
+ * yield handed the CPU, and not a neighbour's own work. 30 us, not less:
+ * a bounded pool's producer waits for room, so after a 1 ms stall a
+ * worker finds about one task per 10 us (bench_submit's "bound 64" row
+ * was 10 % slower at 10 us); a job every 100 us is not a flood. */
+enum { DENSE_NS = 30 * 1000, DENSE_MIN = 64 };
+/* A quiet spell, when the worker sleeps without polling: the first lasts
+ * QUIET_MIN_NS, each later one twice the last, up to QUIET_MAX_NS: the
+ * probe that follows a spell (a few slow yields) delays whatever arrives
+ * during it, once a spell; a spell costs only wake-ups if the neighbours
+ * leave meanwhile. */
+enum { QUIET_MIN_NS = 10 * 1000 * 1000, QUIET_MAX_NS = 1000 * 1000 * 1000 };
+/* Two verdicts of one worker this close begin a spell (go_quiet). */
+enum { STRIKE_NS = 20 * 1000 * 1000 };
 /* Victims of each level an idle round looks at (the last look before a
  * sleep looks at all): a round touches a bounded number of lines however
  * large the pool, and a pool of up to 9 workers still looks at everyone
@@ -313,23 +336,126 @@ static uint64_t idle_poll_ns(struct pool *p) {
   return ws_cpus_busy(own) ? 0 : AUTO_POLL_NS;
 }
 
+/* How long the last quiet spell lasted, for every worker of the process:
+ * other threads filling the CPUs are the machine's state, not a pool's, so
+ * a new pool's spells start where the others are. 0: none since the last
+ * sign of a free CPU (a poll whose every yield came back at once).
+ * Relaxed: a hint, written at verdicts; a lost update makes one spell
+ * shorter or longer. */
+static ws_u64 quiet_ns;
+
+/* A slow yield that nothing fed: the poll ends. Alone it ends only this
+ * poll: a stall of the whole machine (a virtual CPU taken away, a burst of
+ * other work) looks the same, once. A second within STRIKE_NS of this
+ * worker's last begins a quiet spell, each one twice the last (until a
+ * free CPU is seen). */
+static void go_quiet(ws_worker *w, uint64_t now) {
+  if (now - w->strike_at > STRIKE_NS) {
+    w->strike_at = now;
+    return;
+  }
+  uint64_t q = ws_u64_load(&quiet_ns, ws_relaxed);
+  q = q < QUIET_MIN_NS ? QUIET_MIN_NS : q >= QUIET_MAX_NS / 2 ? QUIET_MAX_NS : 2 * q;
+  ws_u64_store(&quiet_ns, q, ws_relaxed);
+  w->quiet_until = now + q;
+}
+
+/* Outside submissions to p so far: every lane's count. Relaxed: a rate,
+ * read by one worker's decision to poll. */
+static uint64_t outside_pushed(struct pool *p) {
+  uint64_t n = 0;
+  for (unsigned l = 0; l < WS_LANES; l++) n += ws_u64_load(&p->gq[l].fns_pushed, ws_relaxed);
+  return n;
+}
+
+/* An idle wait begins: the pool's work from now on judges it. */
+static void wait_begins(ws_worker *w, uint64_t now, bool slept) {
+  w->waited_at = now;
+  w->waited_pushed = outside_pushed(w->pool);
+  w->waited_tasks = ws_u64_load(&w->stats.tasks, ws_relaxed);
+  w->waited_slept = slept;
+}
+
+/* Since the wait began, outside submissions and tasks run here came at a
+ * flood's rate: one per DENSE_NS (and at least `min`). */
+static bool fed(ws_worker *w, uint64_t now, uint64_t min) {
+  uint64_t n = outside_pushed(w->pool) - w->waited_pushed +
+               (ws_u64_load(&w->stats.tasks, ws_relaxed) - w->waited_tasks);
+  return n >= min && n * DENSE_NS >= now - w->waited_at;
+}
+
+/* Judges the last idle wait (a slow yield that found work, or a quiet
+ * spell's sleep) by what came since; true when this idle search may poll. */
+static bool may_poll(ws_worker *w, uint64_t now) {
+  if (w->waited_at != 0) {
+    if (fed(w, now, w->waited_slept ? DENSE_MIN : 1)) /* a flood: this worker polls */
+      w->quiet_until = 0;
+    else if (!w->waited_slept)
+      go_quiet(w, now);
+    w->waited_at = 0;
+  }
+  return now >= w->quiet_until;
+}
+
+/* POOL_IDLE_POLL_AUTO: SPIN_ROUNDS failed rounds with a yield before each,
+ * unless the neighbour rule ends the poll: none in a quiet spell. A slow
+ * yield is judged by what comes from its start on: one that found work,
+ * when that busy spell ends (may_poll); one that did not, at the next
+ * slow yield of the poll. The pool's lanes are read at the first slow
+ * yield only (not at each look: producers write those lines), which
+ * misses the submissions made during that yield; the tasks run here since
+ * its start count them once they run. */
+static ws_task *auto_poll(ws_worker *w) {
+  uint64_t now = ws_mono_ns();
+  w->quiet_sleep = !may_poll(w, now);
+  if (w->quiet_sleep) return NULL;
+  unsigned r = 0;
+  bool slow = false; /* a yield of this poll took SLOW_YIELD_NS */
+  for (; r < SPIN_ROUNDS; r++) {
+    /* Relaxed: a hint to stop polling for a pool being destroyed or a
+     * shrink waiting for this worker, as in idle_search. */
+    if (ws_u32_load(&w->pool->stop, ws_relaxed) || ws_u32_load(&w->off, ws_relaxed)) break;
+    uint64_t before = now;
+    sched_yield();
+    now = ws_mono_ns();
+    ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER, IDLE_VICTIMS);
+    /* More workers of the process's pools awake than CPUs: the yield may
+     * have run one of them, as the poll means to (Arora, Blumofe and
+     * Plaxton, design.md 4), and proves no neighbour. */
+    bool was_slow = now - before >= SLOW_YIELD_NS;
+    slow |= was_slow;
+    if (!was_slow || ws_awake() > ws_usable_cpus()) {
+      if (!t) continue;
+      w->waited_at = 0; /* a look found it: nothing to judge */
+      return t;
+    }
+    if (w->waited_at == 0) {
+      wait_begins(w, before, false);
+      if (t) return t;
+      continue;
+    }
+    if (t) return t;
+    if (fed(w, now, 1)) continue; /* a flood: poll on */
+    go_quiet(w, now);
+    w->quiet_sleep = true;
+    w->waited_at = 0;
+    return NULL;
+  }
+  /* Every yield came back at once, and nothing came: the CPUs have room
+   * (a yield also returns at once while the scheduler owes this thread
+   * time, so a fast yield that finds work proves nothing). */
+  if (r == SPIN_ROUNDS && !slow) ws_u64_store(&quiet_ns, 0, ws_relaxed);
+  w->waited_at = 0;
+  return NULL;
+}
+
 /* Idle: failed rounds with a yield between them for the pool's poll
- * (POOL_IDLE_POLL_AUTO: SPIN_ROUNDS of them; ADAPTIVE on busy CPUs: a few
+ * (POOL_IDLE_POLL_AUTO: auto_poll; ADAPTIVE on busy CPUs: a few
  * microseconds without yields), then the sleep protocol.
  * The first PARTIAL_AFTER rounds leave short lanes to fill up; the
  * sleeper's last look takes them. */
 static ws_task *idle_search(ws_worker *w) {
-  if (w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) {
-    for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
-      /* Relaxed: a hint to stop polling for a pool being destroyed or a
-       * shrink waiting for this worker, as below. */
-      if (ws_u32_load(&w->pool->stop, ws_relaxed) || ws_u32_load(&w->off, ws_relaxed)) return NULL;
-      sched_yield();
-      ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER, IDLE_VICTIMS);
-      if (t) return t;
-    }
-    return NULL;
-  }
+  if (w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_AUTO) return auto_poll(w);
   uint64_t poll = idle_poll_ns(w->pool);
   bool yield = poll != 0;
   if (!yield && w->pool->cfg.idle_poll_us == POOL_IDLE_POLL_ADAPTIVE) poll = BUSY_LOOK_NS;
@@ -391,9 +517,11 @@ static bool standin_park(ws_worker *w) {
    * worker does once it finds nothing (a parked stand-in never does). */
   nothing_found(w);
   ws_u32_store(&w->doing, WS_DOING_PARKED, ws_relaxed); /* for pool_dump_state */
+  ws_awake_add(-1);
   /* Acquire: pairs with the release store of 0 by whoever woke us (a
    * region's begin, or destroy after `stop`). */
   while (ws_u32_load(&w->park, ws_acquire) != 0) ws_futex_wait(&w->park, 1);
+  ws_awake_add(1);
   ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
   return true;
 }
@@ -422,8 +550,10 @@ static void resize_park(ws_worker *w) {
    * or destroy's exchange. Left at 2 on a stop: the loop's next
    * resize_park fails its CAS and returns, and the loop leaves through its
    * `stop` check. */
+  ws_awake_add(-1);
   while (ws_u32_load(&w->off, ws_acquire) == 2 && !ws_u32_load(&w->pool->stop, ws_seq_cst))
     ws_futex_wait(&w->off, 2);
+  ws_awake_add(1);
   ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
 }
 
@@ -439,6 +569,7 @@ void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
   bool ran = false;
   set_asleep(w, 0);
+  ws_awake_add(1);
 
   for (;;) {
     /* After each task: a worker beyond the size parks; a stand-in no
@@ -487,9 +618,12 @@ void ws_worker_loop(ws_worker *w) {
     }
     ws_counter_add(&w->stats.sleeps, 1);
     uint64_t t0 = ws_trace_t0(w);
+    if (w->quiet_sleep) wait_begins(w, ws_mono_ns(), true); /* judged by may_poll */
     ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
     set_asleep(w, 1);
+    ws_awake_add(-1);
     idle_sleep(p, e);
+    ws_awake_add(1);
     set_asleep(w, 0);
     ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
     if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
@@ -516,6 +650,7 @@ void ws_worker_loop(ws_worker *w) {
    * victim's thread-local block (ws_ask_publish), which goes away with its
    * thread: no thread ends until every worker of the pool has stopped
    * looking for work. */
+  ws_awake_add(-1);
   uint32_t n = ws_u32_fetch_add(&p->stopped, 1, ws_acq_rel) + 1;
   if (n == p->nstarted) {
     ws_futex_wake(&p->stopped, INT_MAX);

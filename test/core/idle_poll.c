@@ -17,13 +17,22 @@
  *    (and one late spawn from outside) must run: a hang is the watchdog's.
  *  - long_poll: a pool polling POOL_IDLE_POLL_MAX runs its work and is
  *    destroyed while its workers poll.
+ *  - busy_backoff: beside a spinning thread per CPU the process may use,
+ *    the default poll's worker of a 1-worker pool sleeps after at least
+ *    half of 20 tasks spaced 20 ms (the 64 yielding looks it made before
+ *    the neighbour rule took 64 scheduler slices, and slept after 0-4).
  * Nothing here is timed: the watchdog bounds the program. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -124,11 +133,11 @@ static void loop_body(size_t b, size_t e, void *ctx) {
   for (size_t i = b; i < e; i++) atomic_fetch_add(&flags[i], 1);
 }
 
-static pool_t *none_pool(unsigned threads) {
+static pool_t *poll_pool(unsigned threads, int idle_poll_us) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.threads = threads;
-  cfg.idle_poll_us = POOL_IDLE_POLL_NONE;
+  cfg.idle_poll_us = idle_poll_us;
   pool_t *p = NULL;
   CHECK_OK(pool_create(&p, &cfg));
   return p;
@@ -153,7 +162,7 @@ static void round_once(pool_t *p) {
 
 static void case_none_once(void) {
   for (unsigned threads = 1; threads <= 2; threads++) {
-    pool_t *p = none_pool(threads);
+    pool_t *p = poll_pool(threads, POOL_IDLE_POLL_NONE);
     for (unsigned r = 0; r < 20; r++) round_once(p);
     CHECK_OK(pool_destroy(p));
   }
@@ -163,7 +172,7 @@ static void spawned(void *arg) { atomic_fetch_add((atomic_uint *)arg, 1); }
 
 static void case_none_late(void) {
   for (unsigned threads = 1; threads <= 2; threads++) {
-    pool_t *p = none_pool(threads);
+    pool_t *p = poll_pool(threads, POOL_IDLE_POLL_NONE);
     for (unsigned r = 0; r < 3; r++) {
       wait_all_asleep(p);
       flags = flags_alloc(1);
@@ -183,15 +192,61 @@ static void case_none_late(void) {
 }
 
 static void case_long_poll(void) {
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.threads = 2;
-  cfg.idle_poll_us = POOL_IDLE_POLL_MAX;
-  pool_t *p = NULL;
-  CHECK_OK(pool_create(&p, &cfg));
+  pool_t *p = poll_pool(2, POOL_IDLE_POLL_MAX);
   round_once(p);
   CHECK_OK(pool_destroy(p)); /* its workers poll now: destroy ends it */
 }
 
+/* ---- the default beside busy threads ----------------------------------- */
+
+enum { WARM_TASKS = 2, BUSY_TASKS = 20, BUSY_GAP_MS = 20 };
+
+static atomic_bool spin_stop;
+
+static void *spinner(void *arg) {
+  (void)arg;
+  while (!atomic_load_explicit(&spin_stop, memory_order_relaxed)) {
+  }
+  return NULL;
+}
+
+static uint64_t sleeps_of(pool_t *p) {
+  pool_worker_stats_t st;
+  CHECK_OK(pool_worker_stats(p, 0, &st));
+  return st.sleeps;
+}
+
+static void case_busy_backoff(void) {
+  cpu_set_t set;
+  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
+  int n = CPU_COUNT(&set);
+  CHECK(n >= 1);
+  pthread_t *th = calloc((size_t)n, sizeof *th);
+  CHECK(th != NULL);
+  atomic_store(&spin_stop, false);
+  for (int i = 0; i < n; i++) CHECK_OK(pthread_create(&th[i], NULL, spinner, NULL));
+  pool_t *p = poll_pool(1, POOL_IDLE_POLL_AUTO);
+  /* The first tasks find the worker without a verdict on its neighbours. */
+  flags = flags_alloc(WARM_TASKS + BUSY_TASKS);
+  uint64_t before = 0;
+  for (uintptr_t i = 0; i < WARM_TASKS + BUSY_TASKS; i++) {
+    if (i == WARM_TASKS) before = sleeps_of(p);
+    CHECK_OK(pool_submit(p, mark, (void *)i));
+    CHECK_OK(pool_wait_idle(p));
+    struct timespec gap = {0, BUSY_GAP_MS * 1000000L};
+    nanosleep(&gap, NULL);
+  }
+  uint64_t slept = sleeps_of(p) - before;
+  flags_check_once(flags, WARM_TASKS + BUSY_TASKS, "task beside busy threads");
+  free((void *)flags);
+  CHECK_OK(pool_destroy(p));
+  atomic_store(&spin_stop, true);
+  for (int i = 0; i < n; i++) CHECK_OK(pthread_join(th[i], NULL));
+  free(th);
+  if (slept < BUSY_TASKS / 2)
+    FAIL("the idle worker slept %llu times after %d tasks beside %d spinning threads\n",
+         (unsigned long long)slept, BUSY_TASKS, n);
+}
+
 TEST_MAIN(120, TEST_CASE(config), TEST_CASE(validate), TEST_CASE(none_once),
-          TEST_CASE(none_late), TEST_CASE(long_poll))
+          TEST_CASE(none_late), TEST_CASE(long_poll), TEST_CASE(busy_backoff))

@@ -153,7 +153,15 @@ static ws_task *from_global(ws_worker *w, bool full) {
       run_unbatched(w, it + start, end - start);
     end = start;
   }
-  if (k == 0) return NULL;
+  if (k == 0) {
+    /* All of it ran here, with no memory for batches. What those tasks
+     * left on our deque (a loop's steal handle, a submit batch) is ours to
+     * run next: a NULL from here may send us to sleep, or out of a
+     * destroyed pool, as if the deque were empty, stranding it. */
+    ws_task *own = ws_pop_own(w);
+    if (own) ws_counter_add(&w->stats.local_pops, 1);
+    return own;
+  }
   /* What runs straight from the queue counts as a global pop; the rest
    * count as local pops or steals when they leave the deque. */
   ws_task *first = t[--k];

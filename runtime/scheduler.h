@@ -322,7 +322,8 @@ static inline void ws_run(ws_worker *w, ws_task *t) {
 }
 
 /* One look for work: own deque, global queue, then one round of steals,
- * `hint` first when given. NULL when nothing was found. */
+ * `hint` first when given. NULL only when nothing was found and w's own
+ * deque is empty: the sleep and exit paths rely on it (design.md 5.5). */
 ws_task *ws_find_work(ws_worker *w, ws_worker *hint);
 /* The same, of its own deque only (a waiter past its stack bound). */
 ws_task *ws_find_own_work(ws_worker *w);

@@ -115,16 +115,37 @@ static size_t take_global(ws_worker *w, ws_gitem *it, bool full) {
   return 0;
 }
 
-/* Plain entries taken off the global queue, run on the spot: there was no
- * memory for their batch, and they are ours now. */
-static void run_unbatched(ws_worker *w, const ws_gitem *it, size_t n) {
+/* Entries [0, n) taken off the global queue, run on the spot in queue
+ * order: there was no memory for their batches, and they are ours now. */
+static void run_taken(ws_worker *w, const ws_gitem *it, size_t n) {
   bool bounded = w->pool->cfg.max_queued != 0;
-  for (size_t i = 0; i < n; i++) ws_submit_run_direct(w, it[i].fn, it[i].arg, &w->stats.global_pops, bounded);
+  for (size_t i = 0; i < n; i++) {
+    ws_task *task = ws_gitem_task(&it[i]);
+    if (!task) {
+      ws_submit_run_direct(w, it[i].fn, it[i].arg, &w->stats.global_pops, bounded);
+      continue;
+    }
+    ws_counter_add(&w->stats.global_pops, 1);
+    ws_run(w, task);
+  }
+}
+
+/* What a look finds after running tasks inside it: the newest on our
+ * deque. The deque was empty when find_work called from_global, so all
+ * of it came from those tasks (a loop's steal handle, a submit batch);
+ * NULL would tell the worker loop it is empty, and it would sleep, or
+ * leave a destroyed pool, with them stranded (design.md 5.5). */
+static ws_task *left_here(ws_worker *w) {
+  ws_task *own = ws_pop_own(w);
+  if (own) ws_counter_add(&w->stats.local_pops, 1);
+  return own;
 }
 
 /* One lock acquisition takes up to GQ_BATCH entries of a lane of the
  * global queue: the oldest start running now, the others go on this
- * worker's deque, where thieves spread them further. */
+ * worker's deque, where thieves spread them further. Returns the task to
+ * run first: NULL only when it took nothing, or ran all of it here and
+ * the deque is empty. */
 static ws_task *from_global(ws_worker *w, bool full) {
   ws_gitem it[GQ_BATCH];
   size_t n = take_global(w, it, full);
@@ -134,10 +155,11 @@ static ws_task *from_global(ws_worker *w, bool full) {
    * submit batches (submit.c), one allocation per WS_BATCH_CAP entries;
    * runtime tasks go as they are. The deque pops newest first, so the
    * tasks are collected from the end of what was taken: the owner runs
-   * them in queue order. */
+   * them in queue order. A batch that cannot be allocated stops the
+   * collection: that run and everything older run here first, in order. */
   ws_task *t[GQ_BATCH];
-  size_t k = 0;
-  for (size_t end = n; end > 0;) {
+  size_t k = 0, end = n;
+  while (end > 0) {
     ws_task *task = ws_gitem_task(&it[end - 1]);
     if (task) {
       t[k++] = task;
@@ -147,28 +169,21 @@ static ws_task *from_global(ws_worker *w, bool full) {
     size_t start = end - 1;
     while (start > 0 && it[start - 1].fn && end - start < WS_BATCH_CAP) start--;
     ws_task *b = ws_submit_batch_of(w, it + start, end - start);
-    if (b)
-      t[k++] = b;
-    else
-      run_unbatched(w, it + start, end - start);
+    if (!b) break;
+    t[k++] = b;
     end = start;
   }
-  if (k == 0) {
-    /* All of it ran here, with no memory for batches. What those tasks
-     * left on our deque (a loop's steal handle, a submit batch) is ours to
-     * run next: a NULL from here may send us to sleep, or out of a
-     * destroyed pool, as if the deque were empty, stranding it. */
-    ws_task *own = ws_pop_own(w);
-    if (own) ws_counter_add(&w->stats.local_pops, 1);
-    return own;
-  }
+  run_taken(w, it, end);
+  if (k == 0) return left_here(w);
   /* What runs straight from the queue counts as a global pop; the rest
    * count as local pops or steals when they leave the deque. */
   ws_task *first = t[--k];
   if (k && ws_push_n(w, t, k) != 0) {
-    /* The deque cannot grow: run the batch here, in order. */
-    ws_counter_add(&w->stats.global_pops, k);
+    /* The deque cannot grow: run them here, oldest first. */
+    ws_counter_add(&w->stats.global_pops, k + 1);
+    ws_run(w, first);
     while (k) ws_run(w, t[--k]);
+    return left_here(w);
   }
   ws_counter_add(&w->stats.global_pops, 1);
   return first;

@@ -20,6 +20,7 @@
  * and inside (more frames than the private array and the deque start with),
  * groups from outside and inside, pool_parallel_for from outside and inside,
  * pool_parallel_reduce: one case each (their names in SCENARIOS below).
+ * Then order_nomem: submission order kept when no batch can be allocated.
  * WSPOOL_STRESS repeats each sweep. Skipped (77) under sanitizers
  * (fault.h). */
 #include "fault.h"
@@ -351,9 +352,63 @@ static void sweep(const char *name) {
   }
 }
 
+/* Order with no memory for batches: a 1-worker pool is a FIFO executor
+ * for one outside thread (wspool.h, pool_submit(), "Order") also when the
+ * worker's look at the global queue cannot allocate a submit batch and
+ * runs what it took itself. A task holds the worker while ORDER_N entries
+ * queue (one look takes them all); then the next allocation fails, which
+ * is the look's first batch (the newest entries). Each entry records the
+ * position it started at. Repeated WSPOOL_STRESS times. */
+enum { ORDER_N = 128 };
+
+static atomic_int order_held, order_go;
+static atomic_uint order_next;
+static unsigned order_at[ORDER_N];
+
+static void order_holder(void *arg) {
+  (void)arg;
+  atomic_store(&order_held, 1);
+  while (!atomic_load(&order_go)) sleep_ms(1);
+}
+
+static void order_record(void *arg) { order_at[(uintptr_t)arg] = atomic_fetch_add(&order_next, 1); }
+
+static void order_started(pool_t *p, unsigned worker, void *ctx) {
+  (void)p;
+  (void)worker;
+  (void)ctx;
+}
+
+static void case_order_nomem(void) {
+  unsigned long rounds = check_iters(1);
+  for (unsigned long r = 0; r < rounds; r++) {
+    pool_config_t cfg;
+    pool_config_default(&cfg);
+    cfg.threads = 1;
+    cfg.on_worker_start = order_started; /* create returns once it started */
+    pool_t *p;
+    CHECK_OK(pool_create(&p, &cfg));
+    atomic_store(&order_held, 0);
+    atomic_store(&order_go, 0);
+    atomic_store(&order_next, 0);
+    CHECK_OK(pool_submit(p, order_holder, NULL));
+    while (!atomic_load(&order_held)) sleep_ms(1);
+    for (size_t i = 0; i < ORDER_N; i++) CHECK_OK(pool_submit(p, order_record, (void *)(uintptr_t)i));
+    fault_alloc_arm(1);
+    atomic_store(&order_go, 1);
+    CHECK_OK(pool_wait_idle(p));
+    fault_alloc_arm(0);
+    CHECK(fault_alloc_failed());
+    for (size_t i = 0; i < ORDER_N; i++)
+      if (order_at[i] != i) FAIL("entry %zu started %u-th\n", i, order_at[i]);
+    CHECK_OK(pool_destroy(p));
+  }
+}
+
 #define SCENARIO_CASE(name, run, needs_pool, bound) \
   static void case_##name(void) { sweep(#name); }
 SCENARIOS(SCENARIO_CASE)
 
 #define SCENARIO_TEST(name, run, needs_pool, bound) TEST_CASE(name),
-TEST_MAIN_WITH(FAULT_AVAILABLE ? NULL : FAULT_UNAVAILABLE, warm_up, 240, SCENARIOS(SCENARIO_TEST))
+TEST_MAIN_WITH(FAULT_AVAILABLE ? NULL : FAULT_UNAVAILABLE, warm_up, 240, SCENARIOS(SCENARIO_TEST)
+                   TEST_CASE(order_nomem))

@@ -585,6 +585,9 @@ static void resize_park(ws_worker *w) {
  * before it looks for work again (any push follows). Relaxed: the sleep
  * protocol's fences order it. Stand-ins have none. */
 static void set_asleep(ws_worker *w, uint32_t v) {
+  /* Asleep, or leaving, after a look that found nothing: its deque is
+   * empty (ws_find_work's contract; design.md 5.5 rests on it). */
+  WS_ASSERT(!v || ws_deque_size_hint(&w->dq) <= 0);
   if (w->id < w->pool->nthreads) ws_u32_store(&w->pool->asleep[w->id], v, ws_relaxed);
 }
 

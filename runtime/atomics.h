@@ -234,8 +234,29 @@ static inline void ws_compiler_fence(void) {
 static inline uintptr_t ws_abi_load(const uintptr_t *p, ws_order o) {
   return WS__CHAOTIC(__atomic_load_n(p, (int)o));
 }
+/* A seq_cst store on AArch64 is an exchange (SWPAL, or an exclusive
+ * pair), not STLR. Both are right for C11. The exchange also keeps a
+ * Dekker pair (a seq_cst store, then a seq_cst load of another word) under
+ * qemu's user-mode emulation on an x86 host, where the CI's aarch64 leg
+ * runs: qemu puts STLR's barrier before the store and LDAR's after the
+ * load, so the host's store buffer lets the load pass the store, while an
+ * exchange becomes a locked host instruction. With STLR, job_wait's
+ * storage_reuse hung there within 35 runs (a blocking region unserved, the
+ * stand-in parked: blocked 1, active 0, which the stand-in pair of
+ * design.md 5.9 excludes); with the exchange, 450 runs passed. Elsewhere
+ * a plain store; not counted as an RMW (it is a store to every reader). */
+#if defined(__aarch64__)
+#define WS__STORE_SC(p, v) (void)atomic_exchange_explicit(p, v, memory_order_seq_cst)
+#define WS__ABI_STORE_SC(p, v) (void)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST)
+#else
+#define WS__STORE_SC(p, v) atomic_store_explicit(p, v, memory_order_seq_cst)
+#define WS__ABI_STORE_SC(p, v) __atomic_store_n(p, v, __ATOMIC_SEQ_CST)
+#endif
 static inline void ws_abi_store(uintptr_t *p, uintptr_t v, ws_order o) {
-  WS__CHAOTIC_DO(__atomic_store_n(p, v, (int)o));
+  if (o == ws_seq_cst)
+    WS__CHAOTIC_DO(WS__ABI_STORE_SC(p, v));
+  else
+    WS__CHAOTIC_DO(__atomic_store_n(p, v, (int)o));
 }
 
 /* Failure order of a CAS: the strongest one allowed for the success order
@@ -255,7 +276,10 @@ static inline memory_order ws__fail_order(ws_order o) {
     return WS__CHAOTIC(atomic_load_explicit((_Atomic(T) *)&a->v, (memory_order)o));            \
   }                                                                                            \
   static inline void name##_store(name *a, T x, ws_order o) {                                  \
-    WS__CHAOTIC_DO(atomic_store_explicit(&a->v, x, (memory_order)o));                          \
+    if (o == ws_seq_cst)                                                                       \
+      WS__CHAOTIC_DO(WS__STORE_SC(&a->v, x));                                                  \
+    else                                                                                       \
+      WS__CHAOTIC_DO(atomic_store_explicit(&a->v, x, (memory_order)o));                        \
   }                                                                                            \
   static inline T name##_xchg(name *a, T x, ws_order o) {                                      \
     WS__COUNT_RMW(&a->v);                                                                      \

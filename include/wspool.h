@@ -278,7 +278,8 @@
  * - the C library's own: thread stacks (of pool_config_t::stack_size) and
  *   thread control blocks, and the CPU sets of sched_getaffinity() and
  *   binding (CPU_ALLOC, freed before the call returns), including the
- *   one pool_create() reads before the pool exists for `threads = 0`;
+ *   one pool_create() reads before the pool exists (its CPU count, for
+ *   `threads = 0` and the idle poll);
  * - the objects of the C++ layer (wspool.hpp), from operator new.
  *
  * With hooks, worker blocks are the hooks' memory, cache-line aligned

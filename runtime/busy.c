@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "atomics.h"
@@ -24,7 +23,7 @@ enum { WS_BUSY_PERIOD_NS = 10 * 1000 * 1000 };
 static ws_u64 sampled_at;
 static ws_u32 running;
 static ws_u32 online; /* online CPUs, read once (0: not yet) */
-static ws_u32 usable; /* CPUs of the affinity mask, read once (0: not yet) */
+static ws_u32 usable; /* CPUs the process may use, as last noted (0: not yet) */
 
 /* The R of /proc/loadavg's "a b c R/T pid", 0 when it cannot be read. */
 static uint32_t read_running(void) {
@@ -59,22 +58,11 @@ uint32_t ws_awake(void) { return ws_u32_load(&awake, ws_relaxed); }
 
 void ws_awake_forget(void) { ws_u32_store(&awake, 0, ws_relaxed); }
 
-/* From the affinity mask, not the online count: a process confined by
- * taskset or a cpuset has only these CPUs for its workers. Into a buffer
- * on the stack, up to 8192 CPUs (a larger machine reads as 8192). */
+void ws_usable_note(uint32_t n) { ws_u32_store(&usable, n, ws_relaxed); }
+
 uint32_t ws_usable_cpus(void) {
   uint32_t n = ws_u32_load(&usable, ws_relaxed);
-  if (n == 0) {
-    unsigned long mask[8192 / (8 * sizeof(unsigned long))];
-    n = sizeof mask * 8;
-    if (sched_getaffinity(0, sizeof mask, (cpu_set_t *)(void *)mask) == 0) {
-      n = 0;
-      for (size_t i = 0; i < sizeof mask / sizeof mask[0]; i++) n += (uint32_t)__builtin_popcountl(mask[i]);
-      if (n == 0) n = 1;
-    }
-    ws_u32_store(&usable, n, ws_relaxed);
-  }
-  return n;
+  return n ? n : 1;
 }
 
 static uint32_t online_cpus(void) {

@@ -28,8 +28,12 @@ static inline uint64_t ws_mono_ns(void) {
  * read (no /proc). */
 bool ws_cpus_busy(unsigned own);
 
-/* CPUs the process may run on (its affinity mask when first asked),
- * read once. */
+/* CPUs the process may run on: the affinity mask's count (not the online
+ * count: a process under taskset has only these), as the last
+ * pool_create noted it (ws_allowed_cpus), so that a worker reads it with
+ * no system call and no allocation behind the pool's hooks. Relaxed: a
+ * hint. 1 before any. */
+void ws_usable_note(uint32_t n);
 uint32_t ws_usable_cpus(void);
 
 /* Worker threads of every pool of the process that are not in the idle

@@ -261,8 +261,10 @@ static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
     return EINVAL;
   if (cfg->bind != POOL_BIND_NONE && cfg->bind != POOL_BIND_CORE && cfg->bind != POOL_BIND_SPREAD)
     return EINVAL;
+  unsigned allowed = ws_allowed_cpus();
+  ws_usable_note(allowed); /* for the idle poll's neighbour rule (busy.h) */
   if (cfg->threads == 0) {
-    cfg->threads = ws_allowed_cpus();
+    cfg->threads = allowed;
     if (cfg->max_threads && cfg->threads > cfg->max_threads) cfg->threads = cfg->max_threads;
   }
   if (cfg->max_threads == 0) cfg->max_threads = cfg->threads;

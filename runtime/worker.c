@@ -454,15 +454,13 @@ static ws_task *auto_poll(ws_worker *w) {
     }
     if (w->waited_at == 0) {
       wait_begins(w, before, false);
-      if (t) return t;
-      continue;
+    } else if (!t && !fed(w, now, 1)) { /* fed: a flood, poll on */
+      go_quiet(w, now);
+      w->quiet_sleep = true;
+      w->waited_at = 0;
+      return NULL;
     }
     if (t) return t;
-    if (fed(w, now, 1)) continue; /* a flood: poll on */
-    go_quiet(w, now);
-    w->quiet_sleep = true;
-    w->waited_at = 0;
-    return NULL;
   }
   /* Every yield came back at once, and nothing came: the CPUs have room
    * (a yield also returns at once while the scheduler owes this thread

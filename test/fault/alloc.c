@@ -373,19 +373,13 @@ static void order_holder(void *arg) {
 
 static void order_record(void *arg) { order_at[(uintptr_t)arg] = atomic_fetch_add(&order_next, 1); }
 
-static void order_started(pool_t *p, unsigned worker, void *ctx) {
-  (void)p;
-  (void)worker;
-  (void)ctx;
-}
-
 static void case_order_nomem(void) {
   unsigned long rounds = check_iters(1);
   for (unsigned long r = 0; r < rounds; r++) {
     pool_config_t cfg;
     pool_config_default(&cfg);
     cfg.threads = 1;
-    cfg.on_worker_start = order_started; /* create returns once it started */
+    cfg.on_worker_start = start_hook_nothing; /* create returns once it started */
     pool_t *p;
     CHECK_OK(pool_create(&p, &cfg));
     atomic_store(&order_held, 0);

@@ -109,12 +109,6 @@ static void acct_check_empty(acct_t *a) {
   CHECK_EQ(atomic_load(&a->allocs), atomic_load(&a->frees));
 }
 
-static void started(pool_t *p, unsigned worker, void *ctx) {
-  (void)p;
-  (void)worker;
-  (void)ctx;
-}
-
 /* With a start hook, pool_create() returns once every worker has started
  * (wspool.h, \ref hooks). A worker thread's start makes the C library's
  * own allocations (pthread_getattr_np() for its stack bounds), which no
@@ -125,7 +119,7 @@ static int hooked_pool_bind(pool_t **out, unsigned threads, acct_t *a, pool_bind
   pool_config_default(&cfg);
   cfg.threads = threads;
   cfg.bind = bind;
-  cfg.on_worker_start = started;
+  cfg.on_worker_start = start_hook_nothing;
   if (a) {
     cfg.alloc_fn = acct_alloc;
     cfg.free_fn = acct_free;

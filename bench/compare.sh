@@ -62,6 +62,10 @@
 #    "variant  min  p50  p90  p99  max  reps"): the p50 column in us (lower is
 #    better); the idle CPU lines "<name> <x> ms CPU in <s> s = <p>% of a
 #    core": <p> (lower is better; one measurement per run, not a median).
+#  - bench_idle: both tables (header "variant  p50 us  p99 us  jobs/s  spin
+#    M/s"), each cell "<median> [<min>, <max>]": the median, per column (p50
+#    and p99 lower is better, jobs/s and spin M/s higher); the rows of the
+#    second table are the paired ratios against threads + condvar (unit x).
 #  - Not read: the ratio, paired-ratio and target lines (they are derived
 #    from the rows above), the machine checks and cross-core round trips,
 #    bench_submit's round-by-round table and bench_uts's waiter CPU (a target
@@ -301,6 +305,9 @@ ROW_SUBMIT = re.compile(r'^(\S.*?)\s+' + r'\s+'.join([F] * 3) + r'\s+\d+\s+' + F
 HDR_WAKE = re.compile(r'^variant\s+min\s+p50\s+p90\s+p99\s+max\s+reps\s*$')
 ROW_WAKE = re.compile(r'^(\S.*?)\s+' + F + r'\s+' + F + r'\s+' + r'\s+'.join([F] * 3) + r'\s+\d+\s*$')
 ROW_IDLE = re.compile(r'^(\S.*?)\s+' + F + r' ms CPU in ' + F + r' s = ' + F + r'% of a core\s*$')
+HDR_NEIGH = re.compile(r'^variant\s+p50 us\s+p99 us\s+jobs/s\s+spin M/s\s*$')
+ROW_NEIGH = re.compile(r'^(\S.*?)' + r''.join([r'\s+' + F + r' \[' + F + r', ' + F + r'\]'] * 4) +
+                       r'\s*$')
 
 
 def number(s):
@@ -340,6 +347,9 @@ def parse(path):
         if HDR_WAKE.match(line):
             table = 'wake'
             continue
+        if HDR_NEIGH.match(line):
+            table = 'neigh'
+            continue
         if not line.strip() or line.startswith('('):
             table = None
         m = ROW_IDLE.match(line)
@@ -358,6 +368,15 @@ def parse(path):
             m = ROW_WAKE.match(line)
             if m:
                 rows.append(('wake latency p50', m.group(1), number(m.group(3)), 'us', False))
+        elif table == 'neigh':
+            m = ROW_NEIGH.match(line)
+            if m:
+                ratios = section.startswith('against')
+                for col, (what, unit, higher) in enumerate(
+                        [('p50', 'us', False), ('p99', 'us', False), ('jobs/s', 'jobs/s', True),
+                         ('spin', 'M/s', True)]):
+                    rows.append((('vs threads ' if ratios else 'idle ') + what, m.group(1), number(m.group(2 + 3 * col)),
+                                 'x' if ratios else unit, higher))
     several = len({r[0] for r in rows}) > 1
     out = OrderedDict()
     for sec, name, value, unit, higher in rows:

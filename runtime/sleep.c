@@ -166,11 +166,31 @@ uint32_t ws_sleep_prepare(ws_sleep *s) {
    * the new epoch, found the work itself and cancelled. */
   ws_u32_store(&s->waking, 0, ws_seq_cst);
   /* The caller's last look at the queues must come after the registration:
-   * the seq_cst fence pairs with the producer's fence in ws_sleep_notify,
-   * or, when producers only have a compiler fence, the heavy barrier puts a
-   * full barrier in every producer (sleep.h). */
-  ws_sleeper_fence();
+   * this fence pairs with the producer's fence in ws_sleep_notify. When
+   * producers only have a compiler fence, the look is complete once the
+   * heavy barrier has run too (ws_sleep_nap, design.md 5.3). */
+  ws_fence(ws_seq_cst);
   return e;
+}
+
+/* A nap's bound (design.md 5.3): sleeps shorter than this (work every
+ * 100 us to 1 ms) end with no heavy barrier; a producer that missed the
+ * registration waits this long at worst for its work to be seen. */
+enum { NAP_NS = 1000 * 1000 };
+
+ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch, bool nap) {
+  /* Relaxed: producers fence (no membarrier, or a failed one: then
+   * ws_sleep_commit's bounded sleeps cover those that read the old
+   * setting, fence.h), so the look was complete. */
+  if (!ws_u32_load(&ws__fence_asym, ws_relaxed)) return WS_NAP_NONE;
+  if (nap) {
+    ws_futex_wait_for(&s->epoch, epoch, NAP_NS);
+    /* Relaxed: a changed epoch is a producer that saw the registration
+     * (the commit and the caller's look after it order the rest). */
+    if (ws_u32_load(&s->epoch, ws_relaxed) != epoch) return WS_NAP_WOKEN;
+  }
+  ws_sleeper_fence();
+  return WS_NAP_LOOK;
 }
 
 void ws_sleep_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst); }
@@ -187,6 +207,9 @@ static void sleep_on(ws_u32 *word, uint32_t epoch) {
 bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx) {
   long left = ns;
   for (;;) {
+    /* Woken during a nap (ws_sleep_nap): no system call. Relaxed: the
+     * futex compares the same word. */
+    if (ws_u32_load(&s->epoch, ws_relaxed) != epoch) break;
     if (!ws_fence_degraded()) {
       if (ns)
         ws_futex_wait_for(&s->epoch, epoch, left);
@@ -223,7 +246,7 @@ uint32_t ws_wait_prepare(ws_sleep *s) {
   /* The caller's last look (its condition, then the queues) comes after
    * the registration: this fence pairs with the one in ws_wait_notify, and
    * with ws_sleep_notify's producer fence, which may be a compiler fence
-   * only: then the heavy barrier makes up for it, as in ws_sleep_prepare. */
+   * only: then the heavy barrier makes up for it (design.md 5.3). */
   ws_sleeper_fence();
   return e;
 }

@@ -9,7 +9,9 @@
  *   sleeper                               producer (after publishing work)
  *   sleepers += 1          (seq_cst)      light fence (fence.h)
  *   e = epoch; waking = 0  (seq_cst)      if sleepers > 0 and waking 0 -> 1:
- *   heavy fence; look everywhere              epoch += 1; futex_wake(epoch, 1)
+ *   fence; look everywhere                    epoch += 1; futex_wake(epoch, 1)
+ *   nap: futex_wait(epoch, e) for 1 ms; if nobody woke it: heavy fence,
+ *     look everywhere again
  *   futex_wait(epoch, e)   sleeps only if epoch is still e
  *   sleepers -= 1; waking = 0; look again
  *
@@ -56,9 +58,17 @@ static inline void ws_sleep_notify(ws_sleep *s) {
   if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
   ws_sleep_wake_one(s);
 }
-/* Sleeper side: register, look again (caller), then commit or cancel. */
+/* Sleeper side: register, look again (caller), nap (ws_sleep_nap), then
+ * commit or cancel. */
 uint32_t ws_sleep_prepare(ws_sleep *s);
 void ws_sleep_cancel(ws_sleep *s);
+/* After a look that found nothing: a first sleep of at most a millisecond
+ * (if `nap`) with the registration's heavy barrier not run yet
+ * (design.md 5.3). NONE: none needed (producers fence); WOKEN: a producer
+ * woke it; LOOK: nobody did, the heavy barrier has run: look once more,
+ * then commit or cancel. */
+typedef enum ws_nap { WS_NAP_NONE, WS_NAP_WOKEN, WS_NAP_LOOK } ws_nap;
+ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch, bool nap);
 /* Sleeps while epoch is unchanged, at most `ns` nanoseconds (0: no bound).
  * Once a heavy barrier has failed (fence.h) it looks every millisecond
  * with seen(ctx), a hint that work is visible, and returns when it is.

@@ -589,6 +589,31 @@ static void set_asleep(ws_worker *w, uint32_t v) {
   if (w->id < w->pool->nthreads) ws_u32_store(&w->pool->asleep[w->id], v, ws_relaxed);
 }
 
+/* What a worker registered to sleep does after its last look. */
+typedef enum look_after { LOOK_SLEEP, LOOK_RUN, LOOK_AGAIN, LOOK_LEAVE } look_after;
+
+/* The look after the sleep registration (design.md 5.1): SLEEP when it
+ * found nothing; otherwise the registration is cancelled and the worker
+ * runs *t (RUN), goes round the loop (AGAIN) or leaves (LEAVE). */
+static look_after last_look(ws_worker *w, ws_task **t) {
+  struct pool *p = w->pool;
+  look_after how = LOOK_AGAIN;
+  if ((*t = ws_find_work(w, NULL)) != NULL)
+    how = LOOK_RUN;
+  /* A lane holds entries pushed since our look (or passed over: a short
+   * lane, ws_find_work takes any): look again rather than sleep. */
+  else if (ws_global_maybe_nonempty(p))
+    how = LOOK_AGAIN;
+  else if (ws_u32_load(&p->stop, ws_seq_cst))
+    how = LOOK_LEAVE;
+  /* seq_cst, after the registration: either the resizer's wake (after
+   * its seq_cst store of `off`) finds us registered, or we see it. */
+  else if (!ws_u32_load(&w->off, ws_seq_cst))
+    return LOOK_SLEEP;
+  ws_sleep_cancel(&p->sleep);
+  return how;
+}
+
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
   bool ran = false;
@@ -615,42 +640,36 @@ void ws_worker_loop(ws_worker *w) {
     /* Park rather than sleep here (an awake stand-in sleeps as a worker). */
     if (w->standin && standin_surplus(p) && standin_park(w)) continue;
     uint32_t e = ws_sleep_prepare(&p->sleep);
-    t = ws_find_work(w, NULL);
-    if (t) {
-      ws_sleep_cancel(&p->sleep);
+    look_after how = last_look(w, &t);
+    if (how == LOOK_SLEEP) {
+      ws_counter_add(&w->stats.sleeps, 1);
+      uint64_t t0 = ws_trace_t0(w);
+      if (w->quiet_sleep) wait_begins(w, ws_mono_ns(), true); /* judged by may_poll */
+      ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
+      set_asleep(w, 1);
+      ws_awake_add(-1);
+      /* The nap: a sleep that ends by a wake within it needs no heavy
+       * barrier; past it, the barrier, and one more look (design.md 5.3).
+       * None before a worker's first task: a new pool's workers sleep
+       * until it is used, and a nap would wake each of them once. */
+      if (ws_sleep_nap(&p->sleep, e, ran) == WS_NAP_LOOK) how = last_look(w, &t);
+      if (how == LOOK_SLEEP) idle_sleep(p, e);
+      ws_awake_add(1);
+      set_asleep(w, 0);
+      ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
+      if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
+    }
+    if (how == LOOK_RUN) {
       ws_sleep_chain(&p->sleep);
       ran = true;
       ws_run(w, t);
       continue;
     }
-    if (ws_global_maybe_nonempty(p)) {
-      /* A lane holds entries pushed since our look (or passed over: a
-       * short lane, ws_find_work takes any): look again rather than sleep. */
-      ws_sleep_cancel(&p->sleep);
-      continue;
-    }
-    if (ws_u32_load(&p->stop, ws_seq_cst)) {
-      ws_sleep_cancel(&p->sleep);
+    if (how == LOOK_AGAIN) continue;
+    if (how == LOOK_LEAVE) {
       set_asleep(w, 1); /* its deque is empty for good */
       break;
     }
-    /* seq_cst, after the registration: either the resizer's wake (after
-     * its seq_cst store of `off`) finds us registered, or we see it. */
-    if (ws_u32_load(&w->off, ws_seq_cst)) {
-      ws_sleep_cancel(&p->sleep);
-      continue;
-    }
-    ws_counter_add(&w->stats.sleeps, 1);
-    uint64_t t0 = ws_trace_t0(w);
-    if (w->quiet_sleep) wait_begins(w, ws_mono_ns(), true); /* judged by may_poll */
-    ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
-    set_asleep(w, 1);
-    ws_awake_add(-1);
-    idle_sleep(p, e);
-    ws_awake_add(1);
-    set_asleep(w, 0);
-    ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
-    if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     /* Woken to stop (docs/design.md 5.5): its deque is still empty (it
      * slept after an empty last look, and only it pushes), each other
      * thread's holds only what that thread runs or hands on before it

@@ -41,9 +41,10 @@ normal=(
 faults=(
   "sleep       sleep.pml -DNO_SLEEPER_FENCE"
   "sleep       sleep.pml -DNO_MEMBARRIER"
+  "sleep       sleep.pml -DNO_NAP_LOOK"
   "sleep-sym   sleep.pml -DASYM=0 -DNO_SLEEPER_FENCE"
   "sleep-sym   sleep.pml -DASYM=0 -DNO_PRODUCER_FENCE"
-  "sleep       sleep.pml -DNO_RECHECK"
+  "sleep-sym   sleep.pml -DASYM=0 -DNO_RECHECK"
   "sleep       sleep.pml -DLATE_EPOCH"
   "sleep       sleep.pml -DNO_PREPARE_CLEAR"
   "wait-1      wait.pml  -DNWT=1 -DNO_WAITER_FENCE"

@@ -5,7 +5,8 @@
  *   runtime/sleep.h   ws_sleep_notify     53-58  (its waiters check is in
  *                                                 wait.pml; waiters = 0 here)
  *   runtime/sleep.c   ws_sleep_wake_one   130-154 (its fence: 137)
- *                     ws_sleep_prepare    156-170
+ *                     ws_sleep_prepare    156-170 (its fence: seq_cst)
+ *                     ws_sleep_nap        (after ws_sleep_prepare)
  *                     ws_sleep_cancel     172
  *                     ws_sleep_commit     183-189 (sleep_on 176-181; the
  *                                                 degraded timed wait is not modelled)
@@ -13,8 +14,8 @@
  *   runtime/fence.h   ws_light_fence      22-27
  *   runtime/fence.c   heavy_barrier 46-57, ws_sleeper_fence 63-66
  *   runtime/worker.c  ws_worker_loop      224-261: find_work and idle_search
- *                     are one look; the re-look on a held lane lock
- *                     (242-247) and the stop check (248-251) are left out
+ *                     are one look; last_look's re-look on a held lane
+ *                     lock and its stop check are left out
  *   runtime/deque.h   ws_deque_pop 132, ws_deque_steal 154: a look fences
  *                     only at a deque that looks non-empty (design 2.2)
  * The working tree at the time of writing changes ws_sleep_commit into a
@@ -28,8 +29,10 @@
  * and notify (a worker as producer).
  *
  * Fences assumed. ASYM = 1 (membarrier works, the default): a producer's
- * ws_light_fence is a compiler fence only (no effect here);
- * ws_sleeper_fence is a seq_cst fence plus membarrier; ws_sleep_wake_one
+ * ws_light_fence is a compiler fence only (no effect here); the sleeper's
+ * last look follows a seq_cst fence, and a nap (a futex_wait whose timer
+ * may fire at any moment) whose timeout runs ws_sleeper_fence, a seq_cst
+ * fence plus membarrier, and looks once more; ws_sleep_wake_one
  * starts with a seq_cst fence; a look fences only when it sees work (look);
  * futex_wait is a full barrier (the kernel's smp_mb before it reads the
  * word). ASYM = 0 (no membarrier): ws_light_fence is a seq_cst fence and
@@ -65,12 +68,15 @@
  * process and a cycle search, for no stronger result on a terminating model.
  *
  * Seeded faults (each must give a counterexample):
- *   NO_SLEEPER_FENCE   ws_sleep_prepare without ws_sleeper_fence (also with
- *                      ASYM=0: a look that finds nothing does not fence)
+ *   NO_SLEEPER_FENCE   no fence before the last look, nor after the nap
+ *                      (also with ASYM=0: a look that finds nothing does
+ *                      not fence)
  *   NO_MEMBARRIER      ws_sleeper_fence without membarrier (its seq_cst
  *                      fence only) while producers fence the compiler only
+ *   NO_NAP_LOOK        a nap that timed out commits without looking again
  *   NO_PRODUCER_FENCE  ASYM=0: ws_light_fence fences nothing
- *   NO_RECHECK         commit without the last look after prepare
+ *   NO_RECHECK         commit without the last look after prepare (with
+ *                      ASYM=0; with ASYM=1 the nap's look covers it)
  *   LATE_EPOCH         e = epoch read after the last look
  *   NO_PREPARE_CLEAR   ws_sleep_prepare does not clear `waking`
  * Not faults under this property (no counterexample; README.md):
@@ -202,6 +208,9 @@ inline rd(t, v, r) {
 #define LIGHT_FENCE(t) flushall(t)
 #endif
 
+/* ws_sleep_prepare's fence: seq_cst (the heavy barrier follows the nap) */
+#define PREPARE_FENCE(t) flushall(t)
+
 /* ws_sleeper_fence (fence.c 63-66): seq_cst fence, then heavy_barrier */
 #if ASYM && !defined(NO_MEMBARRIER)
 #define SLEEPER_FENCE(t) flush_every()
@@ -312,10 +321,10 @@ proctype worker(byte me) {
 #ifndef NO_PREPARE_CLEAR
         bput(me, V_WAKING, 0);              /* waking = 0 (seq_cst store) */
 #endif
-        /* ws_sleeper_fence, then the last look (ws_find_work) */
+        /* ws_sleep_prepare's seq_cst fence, then the last look */
         d_step {
 #ifndef NO_SLEEPER_FENCE
-          SLEEPER_FENCE(me);
+          PREPARE_FENCE(me);
 #endif
 #ifndef NO_RECHECK
           look(me)
@@ -323,6 +332,41 @@ proctype worker(byte me) {
           skip
 #endif
         };
+#if ASYM
+        /* ws_sleep_nap: futex_wait(epoch, e) bounded by a timer, which may
+         * fire at any moment; unwoken: the heavy barrier, one more look */
+        if
+        :: !found ->
+           d_step {
+             flushall(me);
+             if
+             :: epoch == e -> asleep[me] = 1
+             :: else
+             fi
+           };
+           if
+           :: (asleep[me] == 0)             /* woken (or a stale wake) */
+           :: d_step { asleep[me] -> asleep[me] = 0 }  /* the timeout */
+           fi;
+           /* a changed epoch: the commit returns at once; else the heavy
+            * barrier and one more look */
+           d_step {
+             if
+             :: epoch == e ->
+#ifndef NO_SLEEPER_FENCE
+                SLEEPER_FENCE(me);
+#endif
+#ifndef NO_NAP_LOOK
+                look(me)
+#else
+                skip
+#endif
+             :: else
+             fi
+           }
+        :: else
+        fi;
+#endif
         if
         :: found ->
            bput(me, V_SLEEPERS, -1);        /* ws_sleep_cancel */

@@ -157,7 +157,7 @@ void ws_sleep_wake_one(ws_sleep *s) {
    * `waking` itself in ws_sleep_prepare. So the flag cannot stick. */
 }
 
-uint32_t ws_sleep_prepare(ws_sleep *s) {
+uint32_t ws_sleep_prepare(ws_sleep *s, bool nap) {
   ws_u32_fetch_add(&s->sleepers, 1, ws_seq_cst);
   uint32_t e = ws_u32_load(&s->epoch, ws_seq_cst);
   /* Any thread that clears `waking` and then looks everywhere keeps the
@@ -166,10 +166,14 @@ uint32_t ws_sleep_prepare(ws_sleep *s) {
    * the new epoch, found the work itself and cancelled. */
   ws_u32_store(&s->waking, 0, ws_seq_cst);
   /* The caller's last look at the queues must come after the registration:
-   * this fence pairs with the producer's fence in ws_sleep_notify. When
-   * producers only have a compiler fence, the look is complete once the
-   * heavy barrier has run too (ws_sleep_nap, design.md 5.3). */
-  ws_fence(ws_seq_cst);
+   * the seq_cst fence pairs with the producer's fence in ws_sleep_notify.
+   * When producers only have a compiler fence, the look is complete once
+   * the heavy barrier has run too: now, or after the nap (ws_sleep_nap,
+   * design.md 5.3). */
+  if (nap)
+    ws_fence(ws_seq_cst);
+  else
+    ws_sleeper_fence();
   return e;
 }
 
@@ -178,17 +182,15 @@ uint32_t ws_sleep_prepare(ws_sleep *s) {
  * registration waits this long at worst for its work to be seen. */
 enum { NAP_NS = 1000 * 1000 };
 
-ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch, bool nap) {
+ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch) {
   /* Relaxed: producers fence (no membarrier, or a failed one: then
    * ws_sleep_commit's bounded sleeps cover those that read the old
    * setting, fence.h), so the look was complete. */
   if (!ws_u32_load(&ws__fence_asym, ws_relaxed)) return WS_NAP_NONE;
-  if (nap) {
-    ws_futex_wait_for(&s->epoch, epoch, NAP_NS);
-    /* Relaxed: a changed epoch is a producer that saw the registration
-     * (the commit and the caller's look after it order the rest). */
-    if (ws_u32_load(&s->epoch, ws_relaxed) != epoch) return WS_NAP_WOKEN;
-  }
+  ws_futex_wait_for(&s->epoch, epoch, NAP_NS);
+  /* Relaxed: a changed epoch is a producer that saw the registration (the
+   * commit and the caller's look after it order the rest). */
+  if (ws_u32_load(&s->epoch, ws_relaxed) != epoch) return WS_NAP_WOKEN;
   ws_sleeper_fence();
   return WS_NAP_LOOK;
 }

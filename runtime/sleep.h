@@ -58,17 +58,17 @@ static inline void ws_sleep_notify(ws_sleep *s) {
   if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
   ws_sleep_wake_one(s);
 }
-/* Sleeper side: register, look again (caller), nap (ws_sleep_nap), then
- * commit or cancel. */
-uint32_t ws_sleep_prepare(ws_sleep *s);
+/* Sleeper side: register, look again (caller), then commit or cancel;
+ * with `nap`, the heavy barrier waits for ws_sleep_nap, called after a
+ * look that found nothing and before the commit. */
+uint32_t ws_sleep_prepare(ws_sleep *s, bool nap);
 void ws_sleep_cancel(ws_sleep *s);
-/* After a look that found nothing: a first sleep of at most a millisecond
- * (if `nap`) with the registration's heavy barrier not run yet
- * (design.md 5.3). NONE: none needed (producers fence); WOKEN: a producer
- * woke it; LOOK: nobody did, the heavy barrier has run: look once more,
- * then commit or cancel. */
+/* A first sleep of at most a millisecond with the registration's heavy
+ * barrier not run yet (design.md 5.3). NONE: none needed (producers
+ * fence); WOKEN: a producer woke it; LOOK: nobody did, the heavy barrier
+ * has run: look once more, then commit or cancel. */
 typedef enum ws_nap { WS_NAP_NONE, WS_NAP_WOKEN, WS_NAP_LOOK } ws_nap;
-ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch, bool nap);
+ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch);
 /* Sleeps while epoch is unchanged, at most `ns` nanoseconds (0: no bound).
  * Once a heavy barrier has failed (fence.h) it looks every millisecond
  * with seen(ctx), a hint that work is visible, and returns when it is.

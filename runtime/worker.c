@@ -639,7 +639,9 @@ void ws_worker_loop(ws_worker *w) {
     }
     /* Park rather than sleep here (an awake stand-in sleeps as a worker). */
     if (w->standin && standin_surplus(p) && standin_park(w)) continue;
-    uint32_t e = ws_sleep_prepare(&p->sleep);
+    /* A nap (design.md 5.3) once the worker ran a task: a new pool's
+     * workers sleep until it is used, and a nap would wake each once. */
+    uint32_t e = ws_sleep_prepare(&p->sleep, ran);
     look_after how = last_look(w, &t);
     if (how == LOOK_SLEEP) {
       ws_counter_add(&w->stats.sleeps, 1);
@@ -649,10 +651,8 @@ void ws_worker_loop(ws_worker *w) {
       set_asleep(w, 1);
       ws_awake_add(-1);
       /* The nap: a sleep that ends by a wake within it needs no heavy
-       * barrier; past it, the barrier, and one more look (design.md 5.3).
-       * None before a worker's first task: a new pool's workers sleep
-       * until it is used, and a nap would wake each of them once. */
-      if (ws_sleep_nap(&p->sleep, e, ran) == WS_NAP_LOOK) how = last_look(w, &t);
+       * barrier; past it, the barrier, and one more look. */
+      if (ran && ws_sleep_nap(&p->sleep, e) == WS_NAP_LOOK) how = last_look(w, &t);
       if (how == LOOK_SLEEP) idle_sleep(p, e);
       ws_awake_add(1);
       set_asleep(w, 0);

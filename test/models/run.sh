@@ -26,6 +26,7 @@ trap 'rm -rf "$work"' EXIT
 normal=(
   "sleep       sleep.pml -DNW=2 -DNP=1 -DNI=2"
   "sleep-sym   sleep.pml -DNW=2 -DNP=1 -DNI=2 -DASYM=0"
+  "sleep-nonap sleep.pml -DNW=2 -DNP=1 -DNI=2 -DNAP=0"
   "sleep-2p    sleep.pml -DNW=2 -DNP=2 -DNI=1"
   "sleep-3w    sleep.pml -DNW=3 -DNP=1 -DNI=1"
   "sleep-spawn sleep.pml -DNW=2 -DNP=1 -DNI=1 -DSPAWN=1"

@@ -32,7 +32,9 @@
  * ws_light_fence is a compiler fence only (no effect here); the sleeper's
  * last look follows a seq_cst fence, and a nap (a futex_wait whose timer
  * may fire at any moment) whose timeout runs ws_sleeper_fence, a seq_cst
- * fence plus membarrier, and looks once more; ws_sleep_wake_one
+ * fence plus membarrier, and looks once more (NAP = 0: a worker that has
+ * run no task yet, whose prepare runs ws_sleeper_fence and which does not
+ * nap); ws_sleep_wake_one
  * starts with a seq_cst fence; a look fences only when it sees work (look);
  * futex_wait is a full barrier (the kernel's smp_mb before it reads the
  * word). ASYM = 0 (no membarrier): ws_light_fence is a seq_cst fence and
@@ -100,6 +102,9 @@
 #endif
 #ifndef ASYM
 #define ASYM 1          /* 1: membarrier works, light fence = compiler fence */
+#endif
+#ifndef NAP
+#define NAP 1           /* 0: a worker that has run no task (no nap) */
 #endif
 #ifndef TIMED
 #define TIMED 0         /* 1: each worker's futex_wait may return once unwoken */
@@ -208,14 +213,20 @@ inline rd(t, v, r) {
 #define LIGHT_FENCE(t) flushall(t)
 #endif
 
-/* ws_sleep_prepare's fence: seq_cst (the heavy barrier follows the nap) */
-#define PREPARE_FENCE(t) flushall(t)
 
 /* ws_sleeper_fence (fence.c 63-66): seq_cst fence, then heavy_barrier */
 #if ASYM && !defined(NO_MEMBARRIER)
 #define SLEEPER_FENCE(t) flush_every()
 #else
 #define SLEEPER_FENCE(t) flushall(t)
+#endif
+
+/* ws_sleep_prepare's fence: seq_cst when the heavy barrier follows the nap,
+ * else ws_sleeper_fence (below) */
+#if NAP
+#define PREPARE_FENCE(t) flushall(t)
+#else
+#define PREPARE_FENCE(t) SLEEPER_FENCE(t)
 #endif
 
 /* ws_sleep_wake_one's own seq_cst fence (sleep.c 137) */
@@ -332,7 +343,7 @@ proctype worker(byte me) {
           skip
 #endif
         };
-#if ASYM
+#if ASYM && NAP
         /* ws_sleep_nap: futex_wait(epoch, e) bounded by a timer, which may
          * fire at any moment; unwoken: the heavy barrier, one more look */
         if

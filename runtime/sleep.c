@@ -182,17 +182,17 @@ uint32_t ws_sleep_prepare(ws_sleep *s, bool nap) {
  * registration waits this long at worst for its work to be seen. */
 enum { NAP_NS = 1000 * 1000 };
 
-ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch) {
+bool ws_sleep_nap(ws_sleep *s, uint32_t epoch) {
   /* Relaxed: producers fence (no membarrier, or a failed one: then
    * ws_sleep_commit's bounded sleeps cover those that read the old
    * setting, fence.h), so the look was complete. */
-  if (!ws_u32_load(&ws__fence_asym, ws_relaxed)) return WS_NAP_NONE;
+  if (!ws_u32_load(&ws__fence_asym, ws_relaxed)) return false;
   ws_futex_wait_for(&s->epoch, epoch, NAP_NS);
   /* Relaxed: a changed epoch is a producer that saw the registration (the
    * commit and the caller's look after it order the rest). */
-  if (ws_u32_load(&s->epoch, ws_relaxed) != epoch) return WS_NAP_WOKEN;
+  if (ws_u32_load(&s->epoch, ws_relaxed) != epoch) return false;
   ws_sleeper_fence();
-  return WS_NAP_LOOK;
+  return true;
 }
 
 void ws_sleep_cancel(ws_sleep *s) { ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst); }

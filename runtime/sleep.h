@@ -64,11 +64,11 @@ static inline void ws_sleep_notify(ws_sleep *s) {
 uint32_t ws_sleep_prepare(ws_sleep *s, bool nap);
 void ws_sleep_cancel(ws_sleep *s);
 /* A first sleep of at most a millisecond with the registration's heavy
- * barrier not run yet (design.md 5.3). NONE: none needed (producers
- * fence); WOKEN: a producer woke it; LOOK: nobody did, the heavy barrier
- * has run: look once more, then commit or cancel. */
-typedef enum ws_nap { WS_NAP_NONE, WS_NAP_WOKEN, WS_NAP_LOOK } ws_nap;
-ws_nap ws_sleep_nap(ws_sleep *s, uint32_t epoch);
+ * barrier not run yet (design.md 5.3). True when nobody woke it: the heavy
+ * barrier has run, and the caller looks once more before it commits or
+ * cancels. False when a producer woke it, or none is needed (producers
+ * fence): then the commit. */
+bool ws_sleep_nap(ws_sleep *s, uint32_t epoch);
 /* Sleeps while epoch is unchanged, at most `ns` nanoseconds (0: no bound).
  * Once a heavy barrier has failed (fence.h) it looks every millisecond
  * with seen(ctx), a hint that work is visible, and returns when it is.

@@ -652,7 +652,7 @@ void ws_worker_loop(ws_worker *w) {
       ws_awake_add(-1);
       /* The nap: a sleep that ends by a wake within it needs no heavy
        * barrier; past it, the barrier, and one more look. */
-      if (ran && ws_sleep_nap(&p->sleep, e) == WS_NAP_LOOK) how = last_look(w, &t);
+      if (ran && ws_sleep_nap(&p->sleep, e)) how = last_look(w, &t);
       if (how == LOOK_SLEEP) idle_sleep(p, e);
       ws_awake_add(1);
       set_asleep(w, 0);

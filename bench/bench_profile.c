@@ -12,6 +12,11 @@
  * after a warm-up of each; medians with min and max, and on / off as the
  * median (min, max) of the paired ratios. The profile's own answer is
  * printed for the last run (parallelism), and each run's answer checked.
+ * Then the floor of any exact profile on fib: what one read of the
+ * profile's clock costs here, against fib's cost a spawn with the profile
+ * off (the 1-worker median). A strand's time needs a clock read at each of
+ * its edges, and a spawn makes at least two edges no other spawn shares
+ * (the spawner's cut, the child's end), so on / off >= 1 + 2 x read / spawn.
  * Targets (issue 30): on / off at most 2x for fib, under 1.10 for 10 us
  * tasks and the loop. No peer: no other runtime of this machine gives
  * work and span (Cilkscale needs OpenCilk's compiler). */
@@ -54,6 +59,31 @@ static void loop_body(size_t b, size_t e, void *ctx) {
 }
 
 enum { PROG_FIB, PROG_TREE, PROG_LOOP };
+
+/* The clock the profile reads (runtime/profile.h, ws_prof_now). */
+static inline uint64_t prof_clock(void) {
+#if defined(__x86_64__)
+  return __builtin_ia32_rdtsc();
+#else
+  return (uint64_t)(bench_now() * 1e9);
+#endif
+}
+
+/* Seconds a read of prof_clock(), the median of `runs` timings of 10^7. */
+static double clock_read_cost(int runs) {
+  enum { READS = 10000000 };
+  double v[BENCH_MAX_RUNS];
+  volatile uint64_t sink = 0;
+  for (int r = 0; r < runs; r++) {
+    double t0 = bench_now();
+    uint64_t x = 0;
+    for (int i = 0; i < READS; i++) x += prof_clock();
+    v[r] = (bench_now() - t0) / READS;
+    sink += x;
+  }
+  (void)sink;
+  return bench_median(v, runs);
+}
 
 /* One timed run of program `prog` on pool p, profiled when `on`;
  * seconds. The region's summary goes to *pr. */
@@ -109,6 +139,7 @@ int main(void) {
   printf("%-28s %3s  %-27s  %-27s  %-22s  %s\n", "program", "P", "off", "on", "on / off",
          "parallelism (last)");
   int met = 1;
+  double fib_off_1 = 0; /* fib's 1-worker median, off */
   for (int prog = 0; prog < 3; prog++) {
     for (int P = 1; P <= 2; P++) {
       pool_t *p = bench_pool(P, BENCH_DEFAULT);
@@ -132,10 +163,17 @@ int main(void) {
       printf("%-28s %3d  %7.4f [%7.4f, %7.4f]  %7.4f [%7.4f, %7.4f]  %5.2fx [%5.2f, %5.2f]  %.1f",
              names[prog], P, om, ol, oh, nm, nl, nh, rm, rl, rh, pr.parallelism);
       if (prog == PROG_FIB) printf("  (T%d/Ts off %.2f, on %.2f)", P, om / tsm, nm / tsm);
+      if (prog == PROG_FIB && P == 1) fib_off_1 = om;
       printf("\n");
       if (rm > bound[prog]) met = 0;
     }
   }
+  /* fib(n) spawns once per call with n >= 2: fib(n + 1) - 1 times. */
+  double spawns = (double)(fib(FIB_N + 1) - 1), read = clock_read_cost(runs);
+  double per_spawn = fib_off_1 / spawns;
+  printf("\nfloor on fib: a clock read %.1f ns; fib off %.1f ns a spawn (T1, %.0f spawns);\n"
+         "two reads a spawn at least: on / off >= %.2fx\n",
+         read * 1e9, per_spawn * 1e9, spawns, 1 + 2 * read / per_spawn);
   printf("\ntarget: on / off at most 2x for fib with no cutoff, under 1.10 for 10 us tasks "
          "and the loop: %s\n", met ? "MET" : "NOT MET");
   return bench_exit_status();

@@ -27,6 +27,10 @@
  *    least 10 M tasks/s and 3x the faster peer, 4 producers at least the
  *    1-producer rate, batches at least 30 M tasks/s, inside a task at
  *    least 20 M tasks/s.
+ *    From inside a task again on a pool of 1 worker: the submission's and
+ *    the batch's own cost a task, with no second core to take any of it
+ *    (nothing crosses cores there, so this row does not move with the
+ *    host's cross-core latency, which the 2-worker rows follow).
  *    Bounded: the 1-producer row again on a pool of 2 workers created with
  *    max_queued = 64 (the producer waits whenever 64 of its tasks wait).
  *    Target: at least half the unbounded 1-producer rate.
@@ -495,6 +499,7 @@ int main(void) {
   idle_part(idle_s, &idle_fresh, &idle_after);
   pool_t *pool = bench_pool(POOL_WORKERS, BENCH_DEFAULT);
   pool_t *bpool = bounded_pool(64);
+  pool_t *pool1 = bench_pool(1, BENCH_DEFAULT);
   double ws_p50 = latency_part(pool, reps, wake_sleep);
 
 #ifdef BENCH_HAVE_GLIB
@@ -513,6 +518,7 @@ int main(void) {
       BENCH_WSPOOL_ROW("wspool 4 outside producers", 4, run_ws_many, pool, 0),
       BENCH_WSPOOL_ROW("wspool submit_n x64, 1 producer", 1, run_ws_batch, pool, 0),
       BENCH_WSPOOL_ROW("wspool from inside a task", 0, run_ws_inside, pool, 0),
+      BENCH_WSPOOL_ROW("wspool inside a task, 1 worker", 0, run_ws_inside, pool1, 0),
       BENCH_WSPOOL_ROW("wspool 1 producer, bound 64", 1, run_ws_one, bpool, 0),
       BENCH_PEER_ROW("oneTBB enqueue 1 producer", 1, HAVE_TBB, run_tbb, 0),
       BENCH_PEER_ROW("oneTBB enqueue 4 producers", 4, HAVE_TBB, run_tbb, 0),
@@ -534,6 +540,7 @@ int main(void) {
   if (gp) g_thread_pool_free(gp, FALSE, TRUE);
 #endif
   pool_destroy(bpool);
+  pool_destroy(pool1);
   pool_destroy(pool);
   return bench_finish();
 }

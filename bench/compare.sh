@@ -66,6 +66,9 @@
 #    M/s"), each cell "<median> [<min>, <max>]": the median, per column (p50
 #    and p99 lower is better, jobs/s and spin M/s higher); the rows of the
 #    second table are the paired ratios against threads + condvar (unit x).
+#  - bench_profile: its table (header "program  P  off  on  on / off ..."),
+#    each cell "<median> [<min>, <max>]": per program and P, the off and on
+#    times in s and the on / off ratio (lower is better, all three).
 #  - Not read: the ratio, paired-ratio and target lines (they are derived
 #    from the rows above), the machine checks and cross-core round trips,
 #    bench_submit's round-by-round table and bench_uts's waiter CPU (a target
@@ -306,6 +309,9 @@ HDR_WAKE = re.compile(r'^variant\s+min\s+p50\s+p90\s+p99\s+max\s+reps\s*$')
 ROW_WAKE = re.compile(r'^(\S.*?)\s+' + F + r'\s+' + F + r'\s+' + r'\s+'.join([F] * 3) + r'\s+\d+\s*$')
 ROW_IDLE = re.compile(r'^(\S.*?)\s+' + F + r' ms CPU in ' + F + r' s = ' + F + r'% of a core\s*$')
 HDR_NEIGH = re.compile(r'^variant\s+p50 us\s+p99 us\s+jobs/s\s+spin M/s\s*$')
+HDR_PROF = re.compile(r'^program\s+P\s+off\s+on\s+on / off\s')
+CELL = F + r'x? \[\s*' + F + r',\s*' + F + r'\]'
+ROW_PROF = re.compile(r'^(\S.*?)\s+(\d+)\s+' + CELL + r'\s+' + CELL + r'\s+' + CELL + r'(\s.*)?$')
 ROW_NEIGH = re.compile(r'^(\S.*?)' + r''.join([r'\s+' + F + r' \[' + F + r', ' + F + r'\]'] * 4) +
                        r'\s*$')
 
@@ -350,6 +356,9 @@ def parse(path):
         if HDR_NEIGH.match(line):
             table = 'neigh'
             continue
+        if HDR_PROF.match(line):
+            table = 'prof'
+            continue
         if not line.strip() or line.startswith('('):
             table = None
         m = ROW_IDLE.match(line)
@@ -368,6 +377,12 @@ def parse(path):
             m = ROW_WAKE.match(line)
             if m:
                 rows.append(('wake latency p50', m.group(1), number(m.group(3)), 'us', False))
+        elif table == 'prof':
+            m = ROW_PROF.match(line)
+            if m:
+                name = f'{m.group(1)}, P {m.group(2)}'
+                for sec, col, unit in (('off', 3, 's'), ('on', 6, 's'), ('on / off', 9, 'x')):
+                    rows.append((sec, name, number(m.group(col)), unit, False))
         elif table == 'neigh':
             m = ROW_NEIGH.match(line)
             if m:

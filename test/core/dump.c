@@ -11,15 +11,16 @@
  *    results are checked.
  * 3. none: no live pool: one line saying so; a bad fd: EBADF.
  * 4. sigquit (-Ddebug_checks=true builds): a child with a live pool that
- *    gets SIGQUIT writes the dump to stderr and dies of SIGQUIT. A process
- *    that inherited SIGQUIT ignored (a job started with `&` by a shell
- *    without job control) keeps it so: the library sets no handler, and
- *    the child's raise returns, with nothing written.
- * Cases: asleep, waiting, none, sigquit. */
+ *    gets SIGQUIT writes the dump to stderr and dies of SIGQUIT. A child
+ *    started with SIGQUIT ignored keeps it so: the library sets no handler
+ *    over a disposition it did not find at its default, the raise returns
+ *    and nothing is written. The child is this program again (the case
+ *    sigquit_child, run only when named), so each starts with the
+ *    disposition given, whatever this process inherited.
+ * Cases: asleep, waiting, none, sigquit (sigquit_child: its child). */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <sys/wait.h>
 #include <wspool.h>
 
@@ -107,37 +108,42 @@ static void case_none(void) {
   CHECK_EQ(pool_dump_state(-1), EBADF);
 }
 
-static void case_sigquit(void) {
-  if (!WSPOOL_TEST_DEBUG_CHECKS) TEST_SKIP("SIGQUIT dumps only in -Ddebug_checks=true builds");
-  /* Ignored from the start: the library's first pool (an earlier case's)
-   * left it so. */
-  struct sigaction now;
-  CHECK_OK(sigaction(SIGQUIT, NULL, &now));
-  bool ignored = now.sa_handler == SIG_IGN;
-  if (ignored) printf("# SIGQUIT is ignored in this process: checking that it stays so\n");
+/* The child of case_sigquit: a live pool, then SIGQUIT. */
+static void case_sigquit_child(void) {
+  pool_t *p = make_pool(2);
+  wait_all_asleep(p);
+  raise(SIGQUIT);
+  _exit(0); /* SIGQUIT ignored */
+}
+
+/* Runs sigquit_child with SIGQUIT at `disposition`; its stderr into
+ * `text`. Returns its wait status; *n is what it wrote. */
+static int sigquit_child(void (*disposition)(int), ssize_t *n) {
   char path[] = "/tmp/wspool-dump-XXXXXX";
   int fd = mkstemp(path);
   CHECK(fd >= 0);
+  fflush(NULL);
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
     dup2(fd, 2);
-    pool_t *p = make_pool(2);
-    wait_all_asleep(p);
-    raise(SIGQUIT);
-    _exit(0); /* not reached */
+    signal(SIGQUIT, disposition); /* kept across exec when ignored, else the default */
+    execl("/proc/self/exe", test_argv0(), "sigquit_child", (char *)NULL);
+    _exit(2);
   }
   int status;
   CHECK(waitpid(pid, &status, 0) == pid);
-  ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  *n = pread(fd, text, sizeof text - 1, 0);
   close(fd);
   unlink(path);
-  text[n > 0 ? n : 0] = 0;
-  if (ignored) {
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_EQ(n, 0);
-    return;
-  }
+  text[*n > 0 ? *n : 0] = 0;
+  return status;
+}
+
+static void case_sigquit(void) {
+  if (!WSPOOL_TEST_DEBUG_CHECKS) TEST_SKIP("SIGQUIT dumps only in -Ddebug_checks=true builds");
+  ssize_t n;
+  int status = sigquit_child(SIG_DFL, &n);
   if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGQUIT)) {
     /* What the child did instead, and what it wrote. */
     fprintf(stderr, "child: %s %d; its stderr:\n%s", WIFSIGNALED(status) ? "signal" : "exit",
@@ -147,6 +153,11 @@ static void case_sigquit(void) {
   CHECK(n > 0);
   CHECK(strstr(text, "2 workers: sleepers 2,"));
   CHECK(strstr(text, "  worker 1: asleep;"));
+  status = sigquit_child(SIG_IGN, &n);
+  if (n > 0) fprintf(stderr, "child with SIGQUIT ignored wrote:\n%s", text);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_EQ(n, 0);
 }
 
-TEST_MAIN(60, TEST_CASE(asleep), TEST_CASE(waiting), TEST_CASE(none), TEST_CASE(sigquit))
+TEST_MAIN(60, TEST_CASE(asleep), TEST_CASE(waiting), TEST_CASE(none), TEST_CASE(sigquit),
+          TEST_CASE_NAMED(sigquit_child))

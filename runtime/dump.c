@@ -88,7 +88,7 @@ static void put_wait(out *o, ws_worker *w) {
 static void put_worker(out *o, const char *label, unsigned id, ws_worker *w) {
   put_field(o, label, id);
   uint32_t doing = ws_u32_load(&w->doing, ws_relaxed);
-  if (doing == WS_DOING_SLEEP) {
+  if (doing == WS_DOING_SLEEP || doing == WS_DOING_NAP) {
     put(o, ": asleep");
   } else if (doing == WS_DOING_WAIT) {
     put(o, ": waiting (helping) for ");

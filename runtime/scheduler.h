@@ -113,7 +113,8 @@ typedef struct ws_worker {
   ws_u64 mem_net;
   /* What the worker does (WS_DOING_*) and, waiting, for what: the latch's
    * kind, word and value, copied (the latch itself is on the waiter's
-   * stack, gone when the wait ends). Read only by pool_dump_state. */
+   * stack, gone when the wait ends). Read by pool_dump_state (and by a
+   * test waiting for every nap to end, test/core/scale.c). */
   ws_u32 doing, wait_kind;
   ws_ptr wait_word;
   ws_u64 wait_value;
@@ -136,7 +137,9 @@ typedef struct ws_worker {
   ws_node_cache nodes;
 } ws_worker;
 
-enum { WS_DOING_WORK, WS_DOING_SLEEP, WS_DOING_WAIT, WS_DOING_PARKED /* a stand-in */ };
+/* NAP: asleep for at most a nap (design.md 5.3), or looking once more
+ * after it; SLEEP: past its last look, asleep until woken. */
+enum { WS_DOING_WORK, WS_DOING_NAP, WS_DOING_SLEEP, WS_DOING_WAIT, WS_DOING_PARKED /* a stand-in */ };
 
 /* The entry gate (pool.c, api.h; docs/design.md 10.1 "The entry gate"):
  * the count of outside calls inside the pool, and WS_GATE_CLOSED once

@@ -647,13 +647,16 @@ void ws_worker_loop(ws_worker *w) {
       ws_counter_add(&w->stats.sleeps, 1);
       uint64_t t0 = ws_trace_t0(w);
       if (w->quiet_sleep) wait_begins(w, ws_mono_ns(), true); /* judged by may_poll */
-      ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
+      ws_u32_store(&w->doing, ran ? WS_DOING_NAP : WS_DOING_SLEEP, ws_relaxed);
       set_asleep(w, 1);
       ws_awake_add(-1);
       /* The nap: a sleep that ends by a wake within it needs no heavy
        * barrier; past it, the barrier, and one more look. */
       if (ran && ws_sleep_nap(&p->sleep, e)) how = last_look(w, &t);
-      if (how == LOOK_SLEEP) idle_sleep(p, e);
+      if (how == LOOK_SLEEP) {
+        ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
+        idle_sleep(p, e);
+      }
       ws_awake_add(1);
       set_asleep(w, 0);
       ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);

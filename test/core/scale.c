@@ -44,14 +44,18 @@ static uint64_t now_ns(void) {
 }
 
 /* Until every worker of p is registered asleep with its deque marked
- * empty (scheduler.h), read as stable twice 1 ms apart; gives up after
- * 60 s x WSPOOL_STRESS (a failure, not a hang). */
+ * empty (scheduler.h) and past its nap (a napper wakes by itself when its
+ * nap ends, and treats work it then finds as a wake: counted here, it
+ * would be one wake too many), read as stable twice 1 ms apart; gives up
+ * after 60 s x WSPOOL_STRESS (a failure, not a hang). */
 static void until_all_asleep(pool_t *pool) {
   struct pool *p = (struct pool *)pool;
   uint64_t give_up = now_ns() + check_iters(60) * 1000000000ull;
   for (unsigned stable = 0; stable < 2;) {
     bool all = ws_u32_load(&p->sleep.sleepers, ws_seq_cst) == p->nthreads;
-    for (unsigned i = 0; all && i < p->nthreads; i++) all = ws_u32_load(&p->asleep[i], ws_seq_cst) != 0;
+    for (unsigned i = 0; all && i < p->nthreads; i++)
+      all = ws_u32_load(&p->asleep[i], ws_seq_cst) != 0 &&
+            ws_u32_load(&p->workers[i]->doing, ws_relaxed) == WS_DOING_SLEEP;
     stable = all ? stable + 1 : 0;
     CHECK(now_ns() < give_up);
     sleep_ms(1);

@@ -69,6 +69,9 @@
 #  - bench_profile: its table (header "program  P  off  on  on / off ..."),
 #    each cell "<median> [<min>, <max>]": per program and P, the off and on
 #    times in s and the on / off ratio (lower is better, all three).
+#  - bench_knapsack: its table (header "variant  time  / Ts"), each row
+#    "<name> <median> [<min>, <max>]  <ratio>": the median in s (lower is
+#    better).
 #  - Not read: the ratio, paired-ratio and target lines (they are derived
 #    from the rows above), the machine checks and cross-core round trips,
 #    bench_submit's round-by-round table and bench_uts's waiter CPU (a target
@@ -312,6 +315,8 @@ HDR_NEIGH = re.compile(r'^variant\s+p50 us\s+p99 us\s+jobs/s\s+spin M/s\s*$')
 HDR_PROF = re.compile(r'^program\s+P\s+off\s+on\s+on / off\s')
 CELL = F + r'x? \[\s*' + F + r',\s*' + F + r'\]'
 ROW_PROF = re.compile(r'^(\S.*?)\s+(\d+)\s+' + CELL + r'\s+' + CELL + r'\s+' + CELL + r'(\s.*)?$')
+HDR_KNAP = re.compile(r'^variant\s+time\s+/ Ts\s*$')
+ROW_KNAP = re.compile(r'^(\S.*?)\s+' + CELL + r'\s+' + F + r'\s*$')
 ROW_NEIGH = re.compile(r'^(\S.*?)' + r''.join([r'\s+' + F + r' \[' + F + r', ' + F + r'\]'] * 4) +
                        r'\s*$')
 
@@ -359,6 +364,9 @@ def parse(path):
         if HDR_PROF.match(line):
             table = 'prof'
             continue
+        if HDR_KNAP.match(line):
+            table = 'knap'
+            continue
         if not line.strip() or line.startswith('('):
             table = None
         m = ROW_IDLE.match(line)
@@ -383,6 +391,10 @@ def parse(path):
                 name = f'{m.group(1)}, P {m.group(2)}'
                 for sec, col, unit in (('off', 3, 's'), ('on', 6, 's'), ('on / off', 9, 'x')):
                     rows.append((sec, name, number(m.group(col)), unit, False))
+        elif table == 'knap':
+            m = ROW_KNAP.match(line)
+            if m:
+                rows.append((section, m.group(1), number(m.group(2)), 's', False))
         elif table == 'neigh':
             m = ROW_NEIGH.match(line)
             if m:

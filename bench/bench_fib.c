@@ -13,8 +13,6 @@
  *           unstolen task is a direct call the compiler inlines.
  *   wspool typed push/pop  the typed task with its frame on the thread's
  *           frame stack (sfib_push / sfib_pop) instead of the caller's.
- *   wspool typed inline T1  the typed task with its function declared
- *           `static inline` (ifib).
  *   ..., plain calls  take and typed T1 compiled with POOL_NO_TRAMPOLINE
  *           (bench_fib_plain.c): the trampolines' A/B (design.md 8.3).
  *   OpenMP  #pragma omp task shared(x) / taskwait, 1 and 2 threads
@@ -72,20 +70,6 @@ static void sfib_root(void *p) {
   a->r = sfib(a->n);
 }
 static double run_pushed(bench_variant *v) { return fib_run_root(v, sfib_root); }
-
-/* The typed tree with its function declared `inline` (bench_knapsack's
- * knapi): what that declaration changes here (tuning.md, "Typed tasks and
- * inline"). */
-static inline long ifib(int n);
-POOL_TASK(long, ifib, int);
-
-static inline long ifib(int n) { TYPED_FIB_BODY(ifib) }
-
-static void ifib_root(void *p) {
-  fib_arg *a = p;
-  a->r = ifib(a->n);
-}
-static double run_inline(bench_variant *v) { return fib_run_root(v, ifib_root); }
 
 #ifdef BENCH_HAVE_OPENMP
 static long fib_omp(int n) {
@@ -251,7 +235,6 @@ int main(void) {
       BENCH_WSPOOL_ROW("wspool typed T16 (on 2 cores)", 16, run_typed, pools[2], 0),
       BENCH_WSPOOL_ROW("wspool typed push/pop T1", 1, run_pushed, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool typed push/pop T2", 2, run_pushed, pools[1], 0),
-      BENCH_WSPOOL_ROW("wspool typed inline T1", 1, run_inline, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool typed T1, plain calls", 1, fib_plain_run_typed, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool take T1, plain calls", 1, fib_plain_run_take, pools[0], 0),
       BENCH_PEER_ROW("oneTBB task_group 2 thr", 2, HAVE_TBB, run_tbb, 0),

@@ -74,15 +74,13 @@ FIB_SHARED long pfib(int n) {
 FIB_SHARED long tfib(int n);
 POOL_TASK(long, tfib, int);
 
-/* The body of a typed fib, NAME its task (tfib; bench_fib.c's ifib). */
-#define TYPED_FIB_BODY(NAME)                                                 \
-  if (n < 2) return n;                                                       \
-  NAME##_frame f;                                                            \
-  NAME##_spawn(&f, n - 1);                                                   \
-  long y = NAME(n - 2);                                                      \
-  return NAME##_sync(&f) + y;
-
-FIB_SHARED long tfib(int n) { TYPED_FIB_BODY(tfib) }
+FIB_SHARED long tfib(int n) {
+  if (n < 2) return n;
+  tfib_frame f;
+  tfib_spawn(&f, n - 1);
+  long y = tfib(n - 2);
+  return tfib_sync(&f) + y;
+}
 
 FIB_SHARED void tfib_root(void *p) {
   fib_arg *a = p;

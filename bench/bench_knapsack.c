@@ -14,8 +14,7 @@
  *   Ts      the plain recursion, `best` an ordinary variable
  *   wspool  typed tasks, POOL_TASK(int, knap, ...): spawn the "leave"
  *           branch, run the "take" branch (the sequential order), sync; `best` a relaxed atomic;
- *           pools of 1 and 2 workers; and the same with the task function
- *           declared `static inline` (knapi): what that declaration is worth
+ *           pools of 1 and 2 workers
  *   OpenMP  #pragma omp task / taskwait (the program's compiler's runtime),
  *           1 and 2 threads
  * Each variant WSPOOL_BENCH_RUNS times (default 5), interleaved after a
@@ -93,33 +92,24 @@ static void raise_best(int b) {
   }
 }
 
-/* The task's body, for the two declarations below. The sequential order:
- * "take" first, here; "leave" spawned. */
-#define KNAP_BODY(NAME)                                                      \
-  if (c < 0) return -1;                                                      \
-  if (i == nitems || c == 0) return v;                                       \
-  if (v + (long)c * items[i].value / items[i].weight <                       \
-      atomic_load_explicit(&best, memory_order_relaxed))                     \
-    return -1;                                                               \
-  NAME##_frame f;                                                            \
-  NAME##_spawn(&f, i + 1, c, v);                                             \
-  int with = NAME(i + 1, c - items[i].weight, v + items[i].value);           \
-  int without = NAME##_sync(&f);                                             \
-  int b = with > without ? with : without;                                   \
-  raise_best(b);                                                             \
-  return b;
-
 static int knap(int i, int c, int v);
 POOL_TASK(int, knap, int, int, int);
-static int knap(int i, int c, int v) { KNAP_BODY(knap) }
 
-/* The same task declared `inline`: at -O2 gcc's inliner then splits off
- * the base cases and inlines them at each call, which it does not do for a
- * plain static function (Lace's TASK macros declare their functions inline
- * by construction; tuning.md, "Typed tasks and inline"). */
-static inline int knapi(int i, int c, int v);
-POOL_TASK(int, knapi, int, int, int);
-static inline int knapi(int i, int c, int v) { KNAP_BODY(knapi) }
+static int knap(int i, int c, int v) {
+  if (c < 0) return -1;
+  if (i == nitems || c == 0) return v;
+  if (v + (long)c * items[i].value / items[i].weight <
+      atomic_load_explicit(&best, memory_order_relaxed))
+    return -1;
+  /* The sequential order: "take" first, here; "leave" spawned. */
+  knap_frame f;
+  knap_spawn(&f, i + 1, c, v);
+  int with = knap(i + 1, c - items[i].weight, v + items[i].value);
+  int without = knap_sync(&f);
+  int b = with > without ? with : without;
+  raise_best(b);
+  return b;
+}
 
 /* ---- OpenMP ----------------------------------------------------------- */
 
@@ -143,10 +133,9 @@ static int knap_omp(int i, int c, int v) {
 
 /* ---- the runs ----------------------------------------------------------- */
 
-enum { V_SEQ, V_WS1, V_WS2, V_WI1, V_WI2, V_OMP1, V_OMP2, NV };
-static const char *vname[NV] = {"sequential (Ts)",         "wspool typed, 1 worker",
-                                "wspool typed, 2 workers", "wspool typed inline, 1 worker",
-                                "wspool typed inline, 2 workers", "OpenMP tasks, 1 thread",
+enum { V_SEQ, V_WS1, V_WS2, V_OMP1, V_OMP2, NV };
+static const char *vname[NV] = {"sequential (Ts)", "wspool typed, 1 worker",
+                                "wspool typed, 2 workers", "OpenMP tasks, 1 thread",
                                 "OpenMP tasks, 2 threads"};
 
 static int capacity, answer;
@@ -164,11 +153,6 @@ static double run(int v) {
   case V_WS2:
     atomic_store(&best, 0);
     if (knap_run_rc(pools[v - V_WS1 + 1], &r, 0, capacity, 0) != 0) r = -2;
-    break;
-  case V_WI1:
-  case V_WI2:
-    atomic_store(&best, 0);
-    if (knapi_run_rc(pools[v - V_WI1 + 1], &r, 0, capacity, 0) != 0) r = -2;
     break;
   default:
 #ifdef BENCH_HAVE_OPENMP
@@ -233,9 +217,8 @@ int main(void) {
     printf("%-26s %7.4f [%7.4f, %7.4f]  %5.2f\n", vname[v], med[v], lo, hi, med[v] / med[V_SEQ]);
   }
   if (nv == V_OMP1) printf("(OpenMP rows: built without OpenMP)\n");
-  printf("\noptimum %d; wspool typed T1/Ts = %.2f, T2/Ts = %.2f; declared inline: %.2f, %.2f\n",
-         answer, med[V_WS1] / med[V_SEQ], med[V_WS2] / med[V_SEQ], med[V_WI1] / med[V_SEQ],
-         med[V_WI2] / med[V_SEQ]);
+  printf("\noptimum %d; wspool typed T1/Ts = %.2f, T2/Ts = %.2f\n", answer, med[V_WS1] / med[V_SEQ],
+         med[V_WS2] / med[V_SEQ]);
   pool_destroy(pools[1]);
   pool_destroy(pools[2]);
   return bench_exit_status();

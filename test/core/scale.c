@@ -9,9 +9,9 @@
  * 2. idle_round: an idle worker's rounds look at a bounded number of
  *    victims. Of 256 workers, 255 hold tasks (awake, deques empty) while
  *    the last one's search runs: its failed steals are at most 8 a round
- *    (IDLE_VICTIMS) over its look and 64 rounds of poll, plus one look at
- *    every awake worker before it sleeps; a poll looking at every victim
- *    would fail 255 times a round.
+ *    (IDLE_VICTIMS) over its look and 64 rounds of poll, plus a look at
+ *    every awake worker before its nap and one after it; a poll looking at
+ *    every victim would fail 255 times a round.
  * 3. asleep_skipped: the look before a sleep passes over sleeping workers:
  *    a worker that ran the one task of a pool of 256 sleepers fails no
  *    steal at all in its search (every other worker is marked asleep).
@@ -163,13 +163,18 @@ static void case_idle_round(void) {
     CHECK(now_ns() < give_up);
     sleep_ms(1);
   }
-  /* Until the searcher has slept after its task: its poll and its last
-   * look are over. */
+  /* Until the searcher has slept after its task and is past its nap
+   * (until_all_asleep): its poll and both its last looks are over, and its
+   * counters stand still. */
   int w = atomic_load(&searcher);
+  struct pool *pp = (struct pool *)pool;
   pool_worker_stats_t s;
   for (;;) {
     CHECK_OK(pool_worker_stats(pool, (unsigned)w, &s));
-    if (s.sleeps > snap.sleeps) break;
+    if (s.sleeps > snap.sleeps && ws_u32_load(&pp->workers[w]->doing, ws_relaxed) == WS_DOING_SLEEP) {
+      CHECK_OK(pool_worker_stats(pool, (unsigned)w, &s));
+      break;
+    }
     CHECK(now_ns() < give_up);
     sleep_ms(1);
   }
@@ -177,12 +182,13 @@ static void case_idle_round(void) {
   CHECK_OK(pool_wait_idle(pool));
   CHECK(!atomic_load(&late));
   /* Its look after its task and its poll's rounds, at most VICTIMS each,
-   * and the last look, which passes over no awake worker: P - 1 failures
-   * (fewer once the released workers sleep). A poll looking at every
-   * victim would fail (ROUNDS + 2) (P - 1) times. */
+   * and the last look before its nap and the one after it (design.md 5.3;
+   * none after a nap a wake ended), each looking at every awake worker: up
+   * to P - 1 failures each. A poll looking at every victim would fail
+   * (ROUNDS + 2) (P - 1) times. */
   uint64_t failures = s.steal_failures - snap.steal_failures;
   CHECK_EQ(s.steals, snap.steals); /* nothing to take: all it saw failed */
-  uint64_t bound = (ROUNDS + 1) * VICTIMS + (P - 1);
+  uint64_t bound = (ROUNDS + 1) * VICTIMS + 2 * (P - 1);
   printf("# worker %d: %llu failed steals in its search among %u busy workers (bound %llu, "
          "unbounded rounds %u)\n",
          w, (unsigned long long)failures, P - 1, (unsigned long long)bound, (ROUNDS + 2) * (P - 1));

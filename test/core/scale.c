@@ -43,6 +43,12 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Worker i of pool is in the sleep after its last look, past any nap
+ * (WS_DOING_SLEEP, worker.c): its counters stand still until a wake. */
+static bool past_nap(pool_t *pool, unsigned i) {
+  return ws_u32_load(&((struct pool *)pool)->workers[i]->doing, ws_relaxed) == WS_DOING_SLEEP;
+}
+
 /* Until every worker of p is registered asleep with its deque marked
  * empty (scheduler.h) and past its nap (a napper wakes by itself when its
  * nap ends, and treats work it then finds as a wake: counted here, it
@@ -54,8 +60,7 @@ static void until_all_asleep(pool_t *pool) {
   for (unsigned stable = 0; stable < 2;) {
     bool all = ws_u32_load(&p->sleep.sleepers, ws_seq_cst) == p->nthreads;
     for (unsigned i = 0; all && i < p->nthreads; i++)
-      all = ws_u32_load(&p->asleep[i], ws_seq_cst) != 0 &&
-            ws_u32_load(&p->workers[i]->doing, ws_relaxed) == WS_DOING_SLEEP;
+      all = ws_u32_load(&p->asleep[i], ws_seq_cst) != 0 && past_nap(pool, i);
     stable = all ? stable + 1 : 0;
     CHECK(now_ns() < give_up);
     sleep_ms(1);
@@ -167,11 +172,10 @@ static void case_idle_round(void) {
    * (until_all_asleep): its poll and both its last looks are over, and its
    * counters stand still. */
   int w = atomic_load(&searcher);
-  struct pool *pp = (struct pool *)pool;
   pool_worker_stats_t s;
   for (;;) {
     CHECK_OK(pool_worker_stats(pool, (unsigned)w, &s));
-    if (s.sleeps > snap.sleeps && ws_u32_load(&pp->workers[w]->doing, ws_relaxed) == WS_DOING_SLEEP) {
+    if (s.sleeps > snap.sleeps && past_nap(pool, (unsigned)w)) {
       CHECK_OK(pool_worker_stats(pool, (unsigned)w, &s));
       break;
     }

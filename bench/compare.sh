@@ -319,6 +319,9 @@ HDR_KNAP = re.compile(r'^variant\s+time\s+/ Ts\s*$')
 ROW_KNAP = re.compile(r'^(\S.*?)\s+' + CELL + r'\s+' + F + r'\s*$')
 ROW_NEIGH = re.compile(r'^(\S.*?)' + r''.join([r'\s+' + F + r' \[' + F + r', ' + F + r'\]'] * 4) +
                        r'\s*$')
+# A table's header line, and the kind of table its rows are read as.
+HEADERS = [(HDR_TABLE, 'table'), (HDR_SUBMIT, 'submit'), (HDR_WAKE, 'wake'), (HDR_NEIGH, 'neigh'),
+           (HDR_PROF, 'prof'), (HDR_KNAP, 'knap')]
 
 
 def number(s):
@@ -349,23 +352,9 @@ def parse(path):
         if line.startswith('-- '):
             section, table = title(line[3:]), None
             continue
-        if HDR_TABLE.match(line):
-            table = 'table'
-            continue
-        if HDR_SUBMIT.match(line):
-            table = 'submit'
-            continue
-        if HDR_WAKE.match(line):
-            table = 'wake'
-            continue
-        if HDR_NEIGH.match(line):
-            table = 'neigh'
-            continue
-        if HDR_PROF.match(line):
-            table = 'prof'
-            continue
-        if HDR_KNAP.match(line):
-            table = 'knap'
+        kind = next((k for hdr, k in HEADERS if hdr.match(line)), None)
+        if kind:
+            table = kind
             continue
         if not line.strip() or line.startswith('('):
             table = None

@@ -9,6 +9,8 @@
 #define WSPOOL_TYPED_H
 
 #include <errno.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "wspool.h"
 
@@ -35,7 +37,8 @@
  * a semicolon, at file scope (more than 14 arguments do not compile: pass a
  * struct). Argument and result types must be complete
  * object types that can be assigned (no arrays: pass a pointer or a struct;
- * in C++, trivially copyable types, since they share a union in the frame).
+ * in C++, trivially copyable types, since they share a union in the frame;
+ * default member initialisers are allowed, and not run for the frame).
  * The macro generates, for a task NAME:
  *  - `NAME_frame`: the frame, a `pool_task_t` (member `task`) followed by
  *    the arguments, whose storage the result reuses. The caller owns it
@@ -93,8 +96,11 @@
  *    thread, newest first, before the task that pushed returns.
  *  - `RTYPE NAME_pop(void)`: the result of the thread's newest push, synced
  *    as NAME_sync() does, its frame then given back. When the thread has
- *    no pushed frame, or its newest is another task's, nothing is popped
- *    and RTYPE's zero is returned. `int NAME_pop_rc(RTYPE *out)`: the
+ *    no pushed frame, or its newest is another task's, or a pop is syncing
+ *    it (this pop is nested in that sync: a task that pops what it did not
+ *    push), nothing is popped and RTYPE's zero is returned. A push in one
+ *    file and its pop in another work for a function with external
+ *    linkage (POOL_TASK in a shared header). `int NAME_pop_rc(RTYPE *out)`: the
  *    same, 0 with the result in `*out`, or EINVAL in those two cases
  *    (`*out` untouched). For void tasks `void NAME_pop(void)` and
  *    `int NAME_pop_rc(void)`.
@@ -166,10 +172,10 @@
 /** POOL_TASK() of one argument. */
 #define POOL_TASK_1(RTYPE, NAME, T1) POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY1(T1)))
 /** POOL_TASK() of two arguments. */
-#define POOL_TASK_2(RTYPE, NAME, T1, T2) \
+#define POOL_TASK_2(RTYPE, NAME, T1, T2)                                                        \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY2(T1, T2)))
 /** POOL_TASK() of three arguments. */
-#define POOL_TASK_3(RTYPE, NAME, T1, T2, T3) \
+#define POOL_TASK_3(RTYPE, NAME, T1, T2, T3)                                                    \
   POOL__APPLY(POOL__TASK, (RTYPE, NAME, POOL__ARITY3(T1, T2, T3)))
 /** POOL_TASK() of four arguments. */
 #define POOL_TASK_4(RTYPE, NAME, T1, T2, T3, T4)                                                \
@@ -228,7 +234,7 @@
 /** POOL_VOID_TASK() of two arguments. */
 #define POOL_VOID_TASK_2(NAME, T1, T2) POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY2(T1, T2)))
 /** POOL_VOID_TASK() of three arguments. */
-#define POOL_VOID_TASK_3(NAME, T1, T2, T3) \
+#define POOL_VOID_TASK_3(NAME, T1, T2, T3)                                                      \
   POOL__APPLY(POOL__VOID_TASK, (NAME, POOL__ARITY3(T1, T2, T3)))
 /** POOL_VOID_TASK() of four arguments. */
 #define POOL_VOID_TASK_4(NAME, T1, T2, T3, T4)                                                  \
@@ -304,14 +310,58 @@
 #else
 #define POOL__FRAME_OF(T, p) ((T *)(p))
 #endif
+/* NAME_push's frames on the thread's frame stack: first a tag word, the
+ * address of the task's function (the same in every file for a function
+ * with external linkage, and untouched by the profiler, which may replace
+ * a spawned frame's function: pool_profile_begin()), 0 once a pop has
+ * begun to sync the frame; then the frame at its alignment. A pop takes
+ * the newest frame only if the tag is its task's, so a pop of another
+ * task, or one nested in the sync of the frame (a task that pops what it
+ * did not push), finds no frame of its own. */
+#define POOL__PUSH_ALIGN(T) (POOL__ALIGNOF(T) > 16 ? POOL__ALIGNOF(T) : 16)
+#define POOL__PUSH_BYTES(T) (sizeof(uintptr_t) + POOL__PUSH_ALIGN(T) - 1 + sizeof(T))
+#ifdef __cplusplus
+#define POOL__TAG(NAME) reinterpret_cast<uintptr_t>(&NAME)
+#else
+#define POOL__TAG(NAME) ((uintptr_t)&NAME)
+#endif
+/* The frame of a tagged push at `raw` (pool_frame_push's frame). */
+static inline POOL__MAYBE_UNUSED void *pool__pushed_frame(void *raw, size_t align) {
+#ifdef __cplusplus
+  uintptr_t a = reinterpret_cast<uintptr_t>(raw) + sizeof(uintptr_t) + (align - 1);
+  return reinterpret_cast<void *>(a & ~static_cast<uintptr_t>(align - 1));
+#else
+  uintptr_t a = (uintptr_t)raw + sizeof(uintptr_t) + (align - 1);
+  return (void *)(a & ~(uintptr_t)(align - 1));
+#endif
+}
+/* The tag word of the frame at `raw` (any frame: a pushed one of another
+ * kind too, hence the byte copy), and its update. */
+static inline POOL__MAYBE_UNUSED uintptr_t pool__pushed_tag(const void *raw) {
+  uintptr_t t;
+  memcpy(&t, raw, sizeof t);
+  return t;
+}
+static inline POOL__MAYBE_UNUSED void pool__pushed_set(void *raw, uintptr_t tag) {
+  memcpy(raw, &tag, sizeof tag);
+}
+/* In C++, a union whose members have default member initialisers needs a
+ * constructor of its own (they are not run: the frame's fields are
+ * assigned before use). */
+#ifdef __cplusplus
+#define POOL__UNION_CTOR(U)                                                                     \
+  U() {}
+#else
+#define POOL__UNION_CTOR(U)
+#endif
 /* m applied to a parenthesised list whose macros expand first. */
 #define POOL__APPLY(m, args) m args
 /* How many arguments, 1..14. */
-#define POOL__NARG(...)                                                                 \
-  POOL__NARG_(__VA_ARGS__, MANY, MANY, MANY, MANY, MANY, MANY, MANY, MANY, 14, 13, 12, 11, \
+#define POOL__NARG(...)                                                                         \
+  POOL__NARG_(__VA_ARGS__, MANY, MANY, MANY, MANY, MANY, MANY, MANY, MANY, 14, 13, 12, 11,      \
               10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define POOL__NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, \
-                    _18, _19, _20, _21, _22, N, ...)                                         \
+                    _18, _19, _20, _21, _22, N, ...)                                            \
   N
 /* 15 to 22 arguments: an error in every compiler (a negative array size;
  * an undefined POOL_TASK_<type> would be an implicit-int declaration, a
@@ -423,7 +473,10 @@
 #define POOL__TASK_COMMON(NAME, PAYLOAD, PARAMS, STORES)                                        \
   typedef struct NAME##_frame {                                                                 \
     pool_task_t task;                                                                           \
-    union POOL__UNPAREN PAYLOAD u;                                                              \
+    union NAME##__u {                                                                           \
+      POOL__UNPAREN PAYLOAD                                                                     \
+      POOL__UNION_CTOR(NAME##__u)                                                               \
+    } u;                                                                                        \
   } NAME##_frame;                                                                               \
   POOL__TASKFN void NAME##__run(void *pool__p);                                                 \
   POOL__TASKFN int NAME##_spawn_in(pool_t *pool__pool,                                          \
@@ -438,18 +491,29 @@
   POOL__TASKFN int NAME##_push(pool_t *pool__pool POOL__UNPAREN PARAMS) {                       \
     void *pool__p;                                                                              \
     NAME##_frame *pool__f;                                                                      \
-    int pool__rc = pool_frame_push(sizeof(NAME##_frame), POOL__ALIGNOF(NAME##_frame), &pool__p); \
+    int pool__rc = pool_frame_push(POOL__PUSH_BYTES(NAME##_frame), 16, &pool__p);               \
     if (pool__rc != 0) return pool__rc;                                                         \
-    pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                                            \
+    pool__pushed_set(pool__p, POOL__TAG(NAME));                                                 \
+    pool__f = POOL__FRAME_OF(NAME##_frame,                                                      \
+                             pool__pushed_frame(pool__p, POOL__PUSH_ALIGN(NAME##_frame)));      \
     POOL__UNPAREN STORES                                                                        \
     pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
     if (pool__rc != 0) (void)pool_frame_pop(pool__p);                                           \
     return pool__rc;                                                                            \
+  }                                                                                             \
+  /* The frame of the thread's newest push (at *raw) if it is this task's                       \
+   * and no pop syncs it yet, marked as being synced; else NULL. */                             \
+  POOL__TASKFN NAME##_frame *NAME##__pop_claim(void **pool__raw) {                              \
+    void *pool__p = pool_frame_top();                                                           \
+    if (!pool__p || pool__pushed_tag(pool__p) != POOL__TAG(NAME)) return NULL;                  \
+    pool__pushed_set(pool__p, 0);                                                               \
+    *pool__raw = pool__p;                                                                       \
+    return POOL__FRAME_OF(NAME##_frame,                                                         \
+                          pool__pushed_frame(pool__p, POOL__PUSH_ALIGN(NAME##_frame)));         \
   }
 
 #define POOL__TASK(RTYPE, NAME, FIELDS, PARAMS, STORES, CALL)                                   \
-  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; RTYPE r; }), PARAMS,            \
-                    STORES)                                                                     \
+  POOL__TASK_COMMON(NAME, (struct { POOL__UNPAREN FIELDS } a; RTYPE r;), PARAMS, STORES)        \
   POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
     NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                              \
     pool__f->u.r = NAME(POOL__UNPAREN CALL);                                                    \
@@ -488,24 +552,26 @@
   POOL__TASKFN RTYPE NAME##_pop(void) {                                                         \
     static RTYPE pool__zero; /* never written: RTYPE's zero value */                            \
     RTYPE pool__r;                                                                              \
-    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
-    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return pool__zero;               \
+    void *pool__p;                                                                              \
+    NAME##_frame *pool__f = NAME##__pop_claim(&pool__p);                                        \
+    if (!pool__f) return pool__zero;                                                            \
     pool__r = NAME##_sync(pool__f);                                                             \
-    (void)pool_frame_pop(pool__f);                                                              \
+    (void)pool_frame_pop(pool__p);                                                              \
     return pool__r;                                                                             \
   }                                                                                             \
   POOL__TASKFN int NAME##_pop_rc(RTYPE *pool__out) {                                            \
-    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    void *pool__p;                                                                              \
+    NAME##_frame *pool__f = NAME##__pop_claim(&pool__p);                                        \
     int pool__rc;                                                                               \
-    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return EINVAL;                   \
+    if (!pool__f) return EINVAL;                                                                \
     pool__rc = NAME##_sync_rc(pool__f, pool__out);                                              \
-    (void)pool_frame_pop(pool__f);                                                              \
+    (void)pool_frame_pop(pool__p);                                                              \
     return pool__rc;                                                                            \
   }                                                                                             \
   struct NAME##_frame
 
 #define POOL__VOID_TASK(NAME, FIELDS, PARAMS, STORES, CALL)                                     \
-  POOL__TASK_COMMON(NAME, ({ struct { POOL__UNPAREN FIELDS } a; }), PARAMS, STORES)             \
+  POOL__TASK_COMMON(NAME, (struct { POOL__UNPAREN FIELDS } a;), PARAMS, STORES)                 \
   POOL__TASKFN void NAME##__run(void *pool__p) {                                                \
     NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool__p);                              \
     (void)pool__f; /* unused when NAME takes no arguments */                                    \
@@ -536,11 +602,12 @@
     if (pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f) == 0) NAME##_sync(pool__f); \
   }                                                                                             \
   POOL__TASKFN int NAME##_pop_rc(void) {                                                        \
-    NAME##_frame *pool__f = POOL__FRAME_OF(NAME##_frame, pool_frame_top());                     \
+    void *pool__p;                                                                              \
+    NAME##_frame *pool__f = NAME##__pop_claim(&pool__p);                                        \
     int pool__rc;                                                                               \
-    if (!pool__f || pool__f->task.wsp_frame.fn != NAME##__run) return EINVAL;                   \
+    if (!pool__f) return EINVAL;                                                                \
     pool__rc = NAME##_sync_rc(pool__f);                                                         \
-    (void)pool_frame_pop(pool__f);                                                              \
+    (void)pool_frame_pop(pool__p);                                                              \
     return pool__rc;                                                                            \
   }                                                                                             \
   POOL__TASKFN void NAME##_pop(void) { (void)NAME##_pop_rc(); }                                 \

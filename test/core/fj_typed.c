@@ -41,6 +41,7 @@
 #include <wspool.h>
 
 #include "check.h"
+#include "fj_typed_tu.h"
 #include "testutil.h"
 #include "wspool_test_config.h"
 
@@ -472,6 +473,63 @@ static void push_misuse(void) {
   CHECK(pool_frame_top() == NULL);
 }
 
+/* A pop nested in the sync of its own task's frame (a task that pops what
+ * it did not push): the newest frame is the one being synced, so the pop
+ * finds none of its own, is EINVAL and pops nothing, where it used to run
+ * that frame again (or, on a worker whose frame a thief held, wait for
+ * itself). nest(d) = 1 + 3 nest(d - 1): 1, 4, 13, 40. */
+static long nest(int d);
+POOL_TASK(long, nest, int);
+
+static long nest(int d) {
+  void *top = pool_frame_top();
+  long r = -7;
+  CHECK_EQ(nest_pop_rc(&r), EINVAL);
+  CHECK_EQ(r, -7);
+  CHECK_EQ(nest_pop(), 0);
+  CHECK(pool_frame_top() == top);
+  if (d == 0) return 1;
+  for (int i = 0; i < 3; i++) CHECK_OK(nest_push(NULL, d - 1));
+  long total = 1;
+  for (int i = 0; i < 3; i++) total += nest_pop();
+  CHECK(pool_frame_top() == top);
+  return total;
+}
+
+/* A frame aligned past the frame stack's 16 bytes (its result is): pushed
+ * at its alignment, and popped. */
+typedef struct wide {
+  _Alignas(64) long v;
+} wide;
+static wide twice(long v);
+POOL_TASK(wide, twice, long);
+
+static wide twice(long v) {
+  wide w;
+  w.v = 2 * v;
+  return w;
+}
+
+/* Cross-file pushes and pops (fj_typed_tu.h), nested pops, over-aligned
+ * frames. */
+static void push_shapes(void) {
+  tu_push_range(4);
+  long sum = 0;
+  for (int i = 0; i < 4; i++) sum += tu_square_pop();
+  CHECK_EQ(sum, 30);
+  for (long x = 1; x <= 5; x++) CHECK_OK(tu_square_push(NULL, x));
+  CHECK_EQ(tu_pop_sum(5), 55);
+  CHECK(pool_frame_top() == NULL);
+  CHECK_EQ(nest(3), 40);
+  CHECK(pool_frame_top() == NULL);
+  for (long x = 1; x <= 5; x++) {
+    CHECK_OK(twice_push(NULL, x));
+    CHECK(((uintptr_t)pool__pushed_frame(pool_frame_top(), 64) & 63u) == 0);
+  }
+  for (long x = 5; x >= 1; x--) CHECK_EQ(twice_pop().v, 2 * x);
+  CHECK(pool_frame_top() == NULL);
+}
+
 /* ---- the tests, run inside a pool --------------------------------------- */
 
 typedef struct job {
@@ -517,6 +575,7 @@ static void run_job(void *p) {
     CHECK(pool_frame_top() == NULL);
     frame_stack();
     push_misuse();
+    push_shapes();
     break;
   }
 }
@@ -634,9 +693,17 @@ static void case_push_pop(void) {
     for (int c = 0; c < n; c++) total += queens_pop();
     CHECK_EQ(total, queens_count[n]);
     CHECK(pool_frame_top() == NULL);
+    /* Profiled: a profiled spawn's frame runs another function (the
+     * profile's), which the pops must not take for another task's. */
+    pool_profile_t pr;
+    CHECK_OK(pool_profile_begin(p));
+    CHECK_EQ(queens_run(p, 9, 0, 0, 0, 0), queens_count[9]);
+    CHECK_OK(pool_profile_end(p, &pr));
+    CHECK(pool_frame_top() == NULL);
     pool_destroy(p);
   }
   frame_stack();
+  push_shapes();
 }
 
 static void *run_thread(void *p) {

@@ -2,7 +2,10 @@
 /* Typed tasks from C++: wspool.h's POOL_TASK compiles in C++ (warning
  * level 3, -Werror in CI) and computes the same results: fib through a
  * one-argument task and a void task writing through a pointer, on 1, 2 and
- * 4 workers, and from this (outside) thread. Cases: inside, outside. */
+ * 4 workers, and from this (outside) thread; and a type with default
+ * member initialisers (trivially copyable, but not trivially default
+ * constructible) as argument and result, run, spawned and pushed.
+ * Cases: inside, outside, initialisers. */
 #include <wspool.h>
 
 #include "check.h"
@@ -30,6 +33,20 @@ static void fill(long *out, int n) {
   CHECK_OK(fill_spawn(&f, out, n / 2));
   fill(out + n / 2, n - n / 2);
   fill_sync(&f);
+}
+
+struct pt {
+  int x = 1;
+  int y = 2;
+};
+static pt flip(pt p);
+POOL_TASK(pt, flip, pt);
+
+static pt flip(pt p) {
+  pt r;
+  r.x = p.y;
+  r.y = p.x;
+  return r;
 }
 
 struct job {
@@ -78,4 +95,26 @@ static void case_outside() {
   }
 }
 
-TEST_MAIN(120, TEST_CASE(inside), TEST_CASE(outside))
+static void case_initialisers() {
+  for (unsigned nw : nws) {
+    pool_t *p = zeroed_config_pool(nw);
+    pt a;
+    a.x = 3;
+    a.y = 4;
+    pt r = flip_run(p, a);
+    CHECK_EQ(r.x, 4);
+    CHECK_EQ(r.y, 3);
+    flip_frame f;
+    CHECK_OK(flip_spawn_in(p, &f, a));
+    r = flip_sync(&f);
+    CHECK_EQ(r.x, 4);
+    CHECK_OK(flip_push(p, r));
+    r = flip_pop();
+    CHECK_EQ(r.x, 3);
+    CHECK_EQ(r.y, 4);
+    CHECK(pool_frame_top() == nullptr);
+    pool_destroy(p);
+  }
+}
+
+TEST_MAIN(120, TEST_CASE(inside), TEST_CASE(outside), TEST_CASE(initialisers))

@@ -15,6 +15,11 @@
  *  shrink_waits  a task on each worker sleeps 300 ms; pool_resize(p, 1)
  *             returns only after worker 1's ended (checked by a flag, not
  *             a clock).
+ *  shrink_chain  a chain of jobs (each after the one before) running on
+ *             worker 1, where each completing job runs the next one
+ *             directly: pool_resize(p, 1) returns before the chain ends
+ *             (a job in its middle waits for the return), and from then
+ *             on no job runs on worker 1; every job runs once.
  *  grow       a pool of 1 (max 4): 4 tasks that each wait until 4 run at
  *             once cannot finish until pool_resize(p, 4); after it they
  *             do. Before it, nothing ran on workers 1..3.
@@ -209,6 +214,80 @@ static void case_shrink_waits(void) {
   CHECK_OK(pool_destroy(p));
 }
 
+/* ---- a shrink stops a chain of jobs on the worker it parks ---------------- */
+
+/* The chain: its head records its worker and waits until the shrink has
+ * begun (the size reads 1) or is called off; job CHAIN_HOLD waits until
+ * the shrink returned. A shrink that waited for the whole chain would
+ * wait for that job, which waits for it: the job gives up after 10 s and
+ * counts a failure. */
+enum { CHAIN_N = 300, CHAIN_HOLD = 150 };
+static atomic_int chain_worker; /* the head's worker, -1 before */
+static atomic_int chain_off;     /* no shrink this time: let the chain go */
+static atomic_int chain_resized; /* the shrink returned */
+static atomic_int chain_stuck;   /* a wait that gave up */
+
+static void wait_flag(atomic_int *flag, pool_t *p) {
+  for (int ms = 0; !atomic_load(flag) && !(p && pool_threads(p) == 1); ms++) {
+    if (ms == 10000) {
+      atomic_fetch_add(&chain_stuck, 1);
+      return;
+    }
+    sleep_ms(1);
+  }
+}
+
+static void chain_head(void *p) {
+  enter_task();
+  atomic_store(&chain_worker, pool_worker_id());
+  wait_flag(&chain_off, p);
+  leave_task();
+}
+
+static void chain_hold(void *arg) {
+  (void)arg;
+  enter_task();
+  wait_flag(&chain_resized, NULL);
+  leave_task();
+}
+
+static void case_shrink_chain(void) {
+  static pool_job_t jobs[CHAIN_N];
+  for (int tries = 0;; tries++) {
+    /* Which worker runs the chain is the scheduler's choice: again until
+     * it is worker 1 (a completing job runs the next on its own worker). */
+    CHECK(tries < 100);
+    pool_t *p = sized_pool(2, 2);
+    reset_counts();
+    atomic_store(&chain_worker, -1);
+    atomic_store(&chain_off, 0);
+    atomic_store(&chain_resized, 0);
+    atomic_store(&chain_stuck, 0);
+    for (int k = 0; k < CHAIN_N; k++) {
+      pool_fn fn = k == 0 ? chain_head : k == CHAIN_HOLD ? chain_hold : short_task;
+      CHECK_OK(pool_job_init(&jobs[k], p, fn, p));
+      if (k) CHECK_OK(pool_job_after(&jobs[k], &jobs[k - 1]));
+    }
+    for (int k = CHAIN_N - 1; k >= 0; k--) CHECK_OK(pool_job_start(&jobs[k]));
+    while (atomic_load(&chain_worker) < 0) sched_yield();
+    bool on_1 = atomic_load(&chain_worker) == 1;
+    if (on_1) {
+      CHECK_OK(pool_resize(p, 1));
+      atomic_store(&cap, 1); /* from here on, nothing on worker 1 */
+    } else {
+      atomic_store(&chain_off, 1);
+    }
+    atomic_store(&chain_resized, 1);
+    CHECK_OK(pool_job_wait(&jobs[CHAIN_N - 1]));
+    CHECK_EQ(atomic_load(&chain_stuck), 0);
+    CHECK_EQ(atomic_load(&tasks_run), CHAIN_N);
+    CHECK_EQ(atomic_load(&violations), 0);
+    atomic_store(&cap, 0);
+    CHECK_OK(pool_destroy(p));
+    if (on_1) break;
+  }
+}
+
 /* ---- grow ------------------------------------------------------------------ */
 
 static atomic_int meet;
@@ -342,5 +421,6 @@ static void case_destroy(void) {
   }
 }
 
-TEST_MAIN(240, TEST_CASE(errors), TEST_CASE(shrink), TEST_CASE(shrink_waits), TEST_CASE(grow),
+TEST_MAIN(240, TEST_CASE(errors), TEST_CASE(shrink), TEST_CASE(shrink_waits),
+          TEST_CASE(shrink_chain), TEST_CASE(grow),
           TEST_CASE(race), TEST_CASE(destroy))

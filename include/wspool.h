@@ -265,8 +265,7 @@
  * that pool while it exists: worker blocks, deques and their growth,
  * private frame stacks, submit batches, the global queue's rings, group
  * children and their node caches, parallel_for ranges and reduce
- * accumulators, jobs' edge blocks, stand-ins, the placement plan and its
- * temporaries; pool_destroy() gives all of it back through `free_fn`, as
+ * accumulators, stand-ins, the placement plan and its temporaries; pool_destroy() gives all of it back through `free_fn`, as
  * does pool_destroy() of a pool inherited across fork(), in the child.
  * Not through the hooks, and not counted by pool_memory():
  * - the pool's control struct (the few KiB `pool_t *` points to), from
@@ -281,7 +280,10 @@
  *   binding (CPU_ALLOC, freed before the call returns), including the
  *   one pool_create() reads before the pool exists (its CPU count, for
  *   `threads = 0` and the idle poll);
- * - the objects of the C++ layer (wspool.hpp), from operator new.
+ * - the objects of the C++ layer (wspool.hpp), from operator new;
+ * - a job's edge blocks (its third predecessor on, 512 bytes for 31
+ *   edges), from malloc: they live until its last predecessor completes,
+ *   which may be in another pool, after the job's own pool was destroyed.
  *
  * With hooks, worker blocks are the hooks' memory, cache-line aligned
  * inside an over-allocation (128 bytes more), so a bound pool

@@ -24,7 +24,10 @@
 #include "job.h"
 #include "profile.h"
 
-/* Edges beyond the two a job holds come in blocks of this many: 512 bytes. */
+/* Edges beyond the two a job holds come in blocks of this many: 512 bytes,
+ * from the C library, not the pool's allocator: a job's blocks live until
+ * its last predecessor let go, which may be in another pool, after its
+ * own pool was destroyed (wspool.h, \ref memory). */
 enum { EDGE_BLOCK = 31 };
 
 typedef struct job_edge {
@@ -80,7 +83,8 @@ struct ws_job {
    * (a 16-byte pair never straddles a line): a start touches one line. */
   ws_u64 magic;
   ws_i64 state;  /* STATE_OPEN | waiter | edges, or the status (above) */
-  int64_t holds; /* predecessors added before the start; its thread's */
+  uint32_t holds; /* predecessors added before the start; its thread's */
+  uint32_t gen;   /* its pool's struct generation at the init (pool.c) */
   ws_ctx unit;   /* the job as a unit of work (cancel.h), nested in none */
   job_edge own[2];
   union {
@@ -144,15 +148,23 @@ static void spin_until_clear(ws_i64 *word, int64_t mask) {
  * the releaser is out of the pool. */
 static void job_ready_outside(ws_job *j, rel_q *q, bool reserved);
 
+/* j's pool is the one it was made for: a destroyed pool's struct is reused
+ * by a later pool_create, which bumps `gen` before it opens the gate. So a
+ * thread that entered the gate (acquire), or a worker of the pool now
+ * there, reads the new value when j's pool is gone. */
+static bool job_pool_current(const ws_job *j) {
+  return ws_u32_load(&j->pool->gen, ws_relaxed) == j->gen;
+}
+
 static inline void job_ready(ws_job *j, ws_worker *w, rel_q *q, bool reserved) {
   /* Every predecessor let go of its edge before its release, and the
    * last release (an acquire) saw them all: the blocks are ours. */
   struct pool *p = j->pool;
   for (edge_block *b = j->u.more, *n; b; b = n) {
     n = b->next;
-    ws_mem_free(&p->mem, b, sizeof(*b));
+    free(b);
   }
-  if (w && w->pool == p) {
+  if (w && w->pool == p && job_pool_current(j)) {
     ws_submit_count(w, 1);
     /* The last one released is the tail; the one it replaces is queued.
      * Not inside an isolated computation: job_settle_all queues those. */
@@ -179,6 +191,10 @@ static void job_ready_outside(ws_job *j, rel_q *q, bool reserved) {
     goto refused;
   }
   rc = ws_enter(p);
+  if (rc == 0 && !job_pool_current(j)) {
+    ws_leave(p);
+    rc = ESHUTDOWN; /* its pool was destroyed; the struct is another's */
+  }
   if (rc == 0) {
     /* Relaxed: the push below is a release. */
     ws_i64_store(&j->pending, 1, ws_relaxed);
@@ -224,8 +240,12 @@ static void job_release(ws_job *j, int status, int64_t take, ws_worker *w, rel_q
 static void edge_prepare(job_edge *f, int status, const ws_worker *w) {
   ws_job *s = f->succ;
   if (status) ws_ctx_fail(&s->unit, status);
-  if (!(w && w->pool == s->pool) && ws_reserve(s->pool) == 0)
-    f->next = (job_edge *)((uintptr_t)f->next | EDGE_RESERVED);
+  if ((w && w->pool == s->pool && job_pool_current(s)) || ws_reserve(s->pool) != 0) return;
+  if (!job_pool_current(s)) {
+    ws_unreserve(s->pool); /* another pool's: job_ready_outside refuses it */
+    return;
+  }
+  f->next = (job_edge *)((uintptr_t)f->next | EDGE_RESERVED);
 }
 
 /* j ran (or was skipped) with `status`: close its list and publish the
@@ -383,6 +403,10 @@ int pool_job_init(pool_job_t *pj, pool_t *pool, pool_fn fn, void *arg) {
   j->own[0].succ = NULL;
   j->own[1].succ = NULL;
   j->u.more = NULL;
+  /* Relaxed: the caller holds p's handle since pool_create returned it (a
+   * release, its gate's opening), or since it was destroyed; a struct taken
+   * by a later pool since is told apart at its next entry. */
+  j->gen = ws_u32_load(&p->gen, ws_relaxed);
   ws_u64_store(&j->magic, JOB_NEW(j), ws_relaxed);
   return 0;
 }
@@ -393,7 +417,7 @@ static job_edge *edge_new(ws_job *j) {
     if (!j->own[i].succ) return &j->own[i];
   edge_block *b = j->u.more;
   if (!b || b->used == EDGE_BLOCK) {
-    edge_block *nb = ws_mem_alloc(&j->pool->mem, sizeof(*nb));
+    edge_block *nb = malloc(sizeof(*nb));
     if (!nb) return NULL;
     nb->next = b;
     nb->used = 0;
@@ -414,6 +438,7 @@ static void edge_undo(ws_job *j, job_edge *e) {
 int pool_job_after(pool_job_t *pj, pool_job_t *ppred) {
   ws_job *j = ws_job_unstarted(pj), *pred = job_valid(ppred);
   if (!j || !pred || j == pred) return EINVAL;
+  if (j->holds == UINT32_MAX) return ENOMEM; /* 2^32 - 1 predecessors: 64 GiB of edges */
   job_edge *e = edge_new(j);
   if (!e) return ENOMEM;
   e->succ = j;

@@ -125,6 +125,8 @@ static struct pool *new_pool_struct(void) {
    * (struct pool says why each stays consistent). */
   memset((char *)p + offsetof(struct pool, next_free), 0,
          sizeof(*p) - offsetof(struct pool, next_free));
+  /* Relaxed: the gate's opening (a release) publishes it. */
+  ws_u32_store(&p->gen, ws_u32_load(&p->gen, ws_relaxed) + 1, ws_relaxed);
   return p;
 }
 

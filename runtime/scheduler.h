@@ -172,6 +172,10 @@ struct pool {
   /* Submissions reserved and their reservations ended (ws_reserve, pool.c),
    * counted by ws_submits_idle on the submitted and the finished side. */
   ws_u64 resv, resv_done;
+  /* Bumped at each reuse of the struct, before pool_create opens the gate:
+   * a job made for an earlier pool of the struct tells it apart once it
+   * entered (job.c, job_pool_current). */
+  ws_u32 gen;
   struct pool *next_free; /* the free list of destroyed pools; zeroed from here on reuse */
   /* The allocator of everything the pool owns but this struct (mem.h),
    * from cfg at create; the net of threads that are not its workers. */

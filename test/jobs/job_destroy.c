@@ -31,6 +31,15 @@
  *  cross_pool_destroy  the same, then pool_destroy(P): the predecessor
  *                   completed before the destroy began, so every successor
  *                   runs (0), none is skipped with ESHUTDOWN.
+ *  recycled         a job of P after a job of A that runs until main has
+ *                   destroyed P and created a pool Q (which takes P's
+ *                   struct when nothing else was freed meanwhile): the job
+ *                   completes with ESHUTDOWN, never run, not on Q.
+ *  edge_blocks      P with allocator hooks, a job of P after three jobs of
+ *                   A (its third edge needs an edge block) that run on
+ *                   past P's destroy: after the destroy P's hooks hold
+ *                   nothing and are never called again; the job completes
+ *                   with ESHUTDOWN.
  * No timing assertions. */
 #include <errno.h>
 #include <pthread.h>
@@ -420,5 +429,103 @@ static void case_cross_pool_destroy(void) {
   CHECK_OK(pool_destroy(a));
 }
 
+/* ---- a destroyed pool's struct taken by a new pool ------------------------ */
+
+static jgate held;
+static atomic_uint held_runs;
+
+static void held_pred(void *arg) {
+  (void)arg;
+  gate_pass(&held);
+}
+
+/* Must never run: its pool is destroyed before its predecessor completes. */
+static void held_succ(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&held_runs, 1);
+}
+
+static void case_recycled(void) {
+  for (unsigned long r = 0; r < check_iters(4); r++) {
+    pool_t *a = make_pool(1), *p = make_pool(1);
+    memset(&held, 0, sizeof held);
+    atomic_store(&held_runs, 0);
+    pool_job_t pred, succ;
+    CHECK_OK(pool_job_init(&pred, a, held_pred, NULL));
+    CHECK_OK(pool_job_init(&succ, p, held_succ, NULL));
+    CHECK_OK(pool_job_after(&succ, &pred));
+    CHECK_OK(pool_job_start(&succ));
+    CHECK_OK(pool_job_start(&pred));
+    CHECK_OK(pool_destroy(p));
+    pool_t *q = make_pool(1); /* P's struct, most often */
+    gate_open(&held);
+    CHECK_EQ(pool_job_wait(&succ), ESHUTDOWN);
+    CHECK_OK(pool_job_wait(&pred));
+    CHECK_OK(pool_wait_idle(q));
+    CHECK_EQ(atomic_load(&held_runs), 0);
+    CHECK_OK(pool_destroy(q));
+    CHECK_OK(pool_destroy(a));
+  }
+}
+
+/* ---- edge blocks outlive their pool, off its allocator ------------------- */
+
+static atomic_long hook_live, hook_calls_after;
+static atomic_int hook_closed;
+
+static void *hook_alloc(void *ctx, size_t n) {
+  (void)ctx;
+  if (atomic_load(&hook_closed)) atomic_fetch_add(&hook_calls_after, 1);
+  size_t *h = malloc(n + 16);
+  if (!h) return NULL;
+  h[0] = n;
+  atomic_fetch_add(&hook_live, (long)n);
+  return (char *)h + 16;
+}
+
+static void hook_free(void *ctx, void *m) {
+  (void)ctx;
+  if (atomic_load(&hook_closed)) atomic_fetch_add(&hook_calls_after, 1);
+  size_t *h = (size_t *)(void *)((char *)m - 16);
+  atomic_fetch_sub(&hook_live, (long)h[0]);
+  free(h);
+}
+
+static void case_edge_blocks(void) {
+  for (unsigned long r = 0; r < check_iters(4); r++) {
+    pool_t *a = make_pool(2), *p = NULL;
+    pool_config_t cfg;
+    pool_config_default(&cfg);
+    cfg.threads = 1;
+    cfg.alloc_fn = hook_alloc;
+    cfg.free_fn = hook_free;
+    atomic_store(&hook_live, 0);
+    atomic_store(&hook_calls_after, 0);
+    atomic_store(&hook_closed, 0);
+    CHECK_OK(pool_create(&p, &cfg));
+    memset(&held, 0, sizeof held);
+    atomic_store(&held_runs, 0);
+    pool_job_t pred[3], succ;
+    CHECK_OK(pool_job_init(&succ, p, held_succ, NULL));
+    for (int i = 0; i < 3; i++) {
+      CHECK_OK(pool_job_init(&pred[i], a, held_pred, NULL));
+      CHECK_OK(pool_job_after(&succ, &pred[i]));
+    }
+    CHECK_OK(pool_job_start(&succ));
+    for (int i = 0; i < 3; i++) CHECK_OK(pool_job_start(&pred[i]));
+    CHECK_OK(pool_destroy(p));
+    atomic_store(&hook_closed, 1);
+    CHECK_EQ(atomic_load(&hook_live), 0);
+    gate_open(&held);
+    CHECK_EQ(pool_job_wait(&succ), ESHUTDOWN);
+    for (int i = 0; i < 3; i++) CHECK_OK(pool_job_wait(&pred[i]));
+    CHECK_OK(pool_wait_idle(a));
+    CHECK_EQ(atomic_load(&hook_calls_after), 0);
+    CHECK_EQ(atomic_load(&held_runs), 0);
+    CHECK_OK(pool_destroy(a));
+  }
+}
+
 TEST_MAIN(300, TEST_CASE(late_release), TEST_CASE(start_after_destroy), TEST_CASE(destroy_running),
-          TEST_CASE(wait_idle), TEST_CASE(cross_pool_idle), TEST_CASE(cross_pool_destroy))
+          TEST_CASE(wait_idle), TEST_CASE(cross_pool_idle), TEST_CASE(cross_pool_destroy),
+          TEST_CASE(recycled), TEST_CASE(edge_blocks))

@@ -20,6 +20,10 @@
  *             directly: pool_resize(p, 1) returns before the chain ends
  *             (a job in its middle waits for the return), and from then
  *             on no job runs on worker 1; every job runs once.
+ *  shrink_batch  200 outside tasks of 2 ms on 4 workers (taken from the
+ *             global queue in batches): from pool_resize(p, 1)'s call on,
+ *             a worker >= 1 starts at most one more task (one that read
+ *             the size before the call), and none after its return.
  *  grow       a pool of 1 (max 4): 4 tasks that each wait until 4 run at
  *             once cannot finish until pool_resize(p, 4); after it they
  *             do. Before it, nothing ran on workers 1..3.
@@ -251,14 +255,31 @@ static void chain_hold(void *arg) {
   leave_task();
 }
 
+/* Holds the worker it runs on until `steer_go`, steering the chain to the
+ * other one. */
+static atomic_int steer_worker, steer_go;
+static void steer(void *arg) {
+  (void)arg;
+  atomic_store(&steer_worker, pool_worker_id());
+  while (!atomic_load(&steer_go)) sleep_ms(1);
+}
+
 static void case_shrink_chain(void) {
   static pool_job_t jobs[CHAIN_N];
   for (int tries = 0;; tries++) {
     /* Which worker runs the chain is the scheduler's choice: again until
-     * it is worker 1 (a completing job runs the next on its own worker). */
+     * it is worker 1 (a completing job runs the next on its own worker).
+     * A task holding worker 0 sends it to worker 1; one that landed on
+     * worker 1 is let go at once (the chain's start follows the same
+     * choice, then). */
     CHECK(tries < 100);
     pool_t *p = sized_pool(2, 2);
     reset_counts();
+    atomic_store(&steer_worker, -1);
+    atomic_store(&steer_go, 0);
+    CHECK_OK(pool_submit(p, steer, NULL));
+    while (atomic_load(&steer_worker) < 0) sched_yield();
+    if (atomic_load(&steer_worker) != 0) atomic_store(&steer_go, 1);
     atomic_store(&chain_worker, -1);
     atomic_store(&chain_off, 0);
     atomic_store(&chain_resized, 0);
@@ -278,6 +299,7 @@ static void case_shrink_chain(void) {
       atomic_store(&chain_off, 1);
     }
     atomic_store(&chain_resized, 1);
+    atomic_store(&steer_go, 1);
     CHECK_OK(pool_job_wait(&jobs[CHAIN_N - 1]));
     CHECK_EQ(atomic_load(&chain_stuck), 0);
     CHECK_EQ(atomic_load(&tasks_run), CHAIN_N);
@@ -285,6 +307,40 @@ static void case_shrink_chain(void) {
     atomic_store(&cap, 0);
     CHECK_OK(pool_destroy(p));
     if (on_1) break;
+  }
+}
+
+/* ---- a shrink stops a worker's submit batch ------------------------------- */
+
+static atomic_int shrink_begun;
+static atomic_int late_starts[4]; /* per worker, after the shrink's call */
+
+static void batch_task(void *arg) {
+  (void)arg;
+  int id = pool_worker_id();
+  if (atomic_load(&shrink_begun) && id >= 1 && id < 4) atomic_fetch_add(&late_starts[id], 1);
+  enter_task();
+  sleep_ms(2);
+  leave_task();
+}
+
+static void case_shrink_batch(void) {
+  for (unsigned long r = 0; r < check_iters(2); r++) {
+    pool_t *p = sized_pool(4, 4);
+    reset_counts();
+    atomic_store(&shrink_begun, 0);
+    for (int k = 0; k < 4; k++) atomic_store(&late_starts[k], 0);
+    for (int k = 0; k < 200; k++) CHECK_OK(pool_submit(p, batch_task, NULL));
+    for (int ms = 0; atomic_load(&running) < 4 && ms < 5000; ms++) sleep_ms(1);
+    atomic_store(&shrink_begun, 1);
+    CHECK_OK(pool_resize(p, 1));
+    atomic_store(&cap, 1);
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_EQ(atomic_load(&tasks_run), 200);
+    CHECK_EQ(atomic_load(&violations), 0);
+    for (int k = 1; k < 4; k++) CHECK(atomic_load(&late_starts[k]) <= 1);
+    atomic_store(&cap, 0);
+    CHECK_OK(pool_destroy(p));
   }
 }
 
@@ -422,5 +478,5 @@ static void case_destroy(void) {
 }
 
 TEST_MAIN(240, TEST_CASE(errors), TEST_CASE(shrink), TEST_CASE(shrink_waits),
-          TEST_CASE(shrink_chain), TEST_CASE(grow),
+          TEST_CASE(shrink_chain), TEST_CASE(shrink_batch), TEST_CASE(grow),
           TEST_CASE(race), TEST_CASE(destroy))

@@ -461,7 +461,7 @@ POOL_API void pool_config_default(pool_config_t *cfg);
  * \param out receives the pool; untouched on failure.
  * \param cfg configuration, or NULL for pool_config_default().
  * \return 0; EINVAL for a NULL \p out, a thread count above POOL_MAX_THREADS,
- *         a bad bind value, an idle_poll_us outside [-1, POOL_IDLE_POLL_MAX],
+ *         a bad bind value, an idle_poll_us outside [-2, POOL_IDLE_POLL_MAX],
  *         or exactly one of `alloc_fn` and `free_fn` set; ENOMEM; EAGAIN
  *         when a thread cannot be created
  *         (threads already started are joined and nothing leaks); ENOTSUP
@@ -660,8 +660,10 @@ POOL_API int pool_memory(const pool_t *pool, size_t *bytes);
 POOL_API unsigned pool_threads(const pool_t *pool);
 
 /** \brief Index of the calling worker in its pool, -1 outside any pool.
- *  Workers are 0 to pool_threads() - 1; a stand-in thread (\ref blocking)
- *  is pool_threads() + k, k counting the pool's stand-ins from 0. */
+ *  Workers are 0 to pool_threads() - 1 (up to M - 1 as a pool grows, M
+ *  its largest size: pool_config_t::max_threads, else its worker count);
+ *  a stand-in thread (\ref blocking) is M + k, k counting the pool's
+ *  stand-ins from 0. */
 POOL_API int pool_worker_id(void);
 
 /** \brief A readable message for an error code; never NULL.
@@ -1303,15 +1305,16 @@ POOL_API int pool_job_cancel(pool_job_t *job);
  * Stand-ins are threads of the pool, started when first needed and kept,
  * asleep when not needed, until pool_destroy(); a pool whose tasks never
  * enter a region starts none and pays nothing. At most
- * pool_standin_limit() of them run at once (default: 4 per worker,
- * environment `WSPOOL_STANDINS`; pool_set_standin_limit()): past that, a
+ * pool_standin_limit() of them run at once (default: 4 per worker of the
+ * pool's largest size, max_threads; environment `WSPOOL_STANDINS`;
+ * pool_set_standin_limit()): past that, a
  * blocking task holds its worker as without a region. When a region ends,
  * the pool runs one thread more than configured until a stand-in finishes
  * its current task and goes back to sleep. Regions nest (only the
  * outermost counts); outside a task of a pool a region does nothing. Tasks
  * that pool_destroy() runs before it returns are served as any. Stand-ins
- * have worker indexes from pool_threads() on (pool_worker_id()), are named
- * "<name>-s<k>" and run the worker hooks (\ref hooks); pool_worker_stats()
+ * have worker indexes from the pool's largest size on (pool_worker_id()),
+ * are named "<name>-s<k>" and run the worker hooks (\ref hooks); pool_worker_stats()
  * and pool_worker_cpu() know only the workers. Keep a region around the blocking call
  * alone: inside it the task holds no worker, so waits for tasks
  * (pool_sync(), group waits) do not belong there. When most of a program's
@@ -1435,7 +1438,8 @@ typedef struct pool_worker_stats_s {
 /**
  * \brief Read worker \p worker's counters into \p out.
  * \param pool the pool, or NULL (\ref nullpool).
- * \param worker the worker's index, below pool_threads().
+ * \param worker the worker's index, below the pool's largest size
+ *        (max_threads; a parked worker's counters too).
  * \param out receives the counters.
  * \return 0; EINVAL for a NULL \p out, no pool, or \p worker out of range;
  *         ESHUTDOWN from outside a pool being destroyed.

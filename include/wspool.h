@@ -232,7 +232,10 @@
  * - <b>From a worker of the pool nothing waits and nothing counts</b>:
  *   a task's own submissions go on its worker's deque as on any pool. A
  *   worker waiting for room in its own pool could wait for itself; the
- *   bound limits what the outside adds, not what tasks spawn.
+ *   bound limits what the outside adds, not what tasks spawn. Except
+ *   inside pool_isolate(): those submissions go to the global queue
+ *   and count there as outside ones do, without waiting, so
+ *   they can hold the queue full and make outside producers wait.
  * - A worker of another pool is an outside thread here: it waits like one
  *   (its own pool runs without it meanwhile).
  * - Jobs (\ref jobs) do not count.

@@ -569,9 +569,14 @@ POOL_API int pool_submit_n(pool_t *pool, pool_fn fn, void *const *args, size_t n
  *
  * Counts the tasks of pool_submit(), pool_submit_n() and pool_try_submit()
  * from every thread, and started jobs (\ref jobs): \p queued, accepted and
- * not started; \p running, started and not finished. A snapshot of moving
- * counts: each figure was true at some moment during the call. Costs a
- * read of a few counters per worker and per lane, no lock and no write.
+ * not started; \p running, started and not finished. Read without stopping
+ * the pool, finishes first, then starts, then submissions: \p running
+ * counts the tasks started by some moment of the call that had not
+ * finished at an earlier one, and \p queued those accepted by a moment
+ * that had not started at an earlier one. So each errs only upwards, by
+ * what moved during the call: a caller preempted in it may see more
+ * running than there are threads. Costs a read of a few counters per
+ * worker and per lane, no lock and no write.
  * \code
  * size_t queued, running;
  * if (pool_pending(pool, &queued, &running) == 0 && queued > 1000)

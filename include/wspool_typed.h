@@ -310,40 +310,54 @@
 #else
 #define POOL__FRAME_OF(T, p) ((T *)(p))
 #endif
-/* NAME_push's frames on the thread's frame stack: first a tag word, the
+/* NAME_push's frames on the thread's frame stack: the frame, at its
+ * alignment past the 16 bytes pool_frame_push() gives, with a tag in the
+ * last word of the 16 bytes before the memory it returned (the frame's
+ * slot, whose first word only is the library's: wspool/inline.h): the
  * address of the task's function (the same in every file for a function
  * with external linkage, and untouched by the profiler, which may replace
  * a spawned frame's function: pool_profile_begin()), 0 once a pop has
- * begun to sync the frame; then the frame at its alignment. A pop takes
- * the newest frame only if the tag is its task's, so a pop of another
- * task, or one nested in the sync of the frame (a task that pops what it
- * did not push), finds no frame of its own. */
+ * begun to sync the frame or when the push failed. A pop takes the newest
+ * frame only if the tag is its task's, so a pop of another task, or one
+ * nested in the sync of the frame (a task that pops what it did not
+ * push), finds no frame of its own. */
 #define POOL__PUSH_ALIGN(T) (POOL__ALIGNOF(T) > 16 ? POOL__ALIGNOF(T) : 16)
-#define POOL__PUSH_BYTES(T) (sizeof(uintptr_t) + POOL__PUSH_ALIGN(T) - 1 + sizeof(T))
+#define POOL__PUSH_BYTES(T) (sizeof(T) + POOL__PUSH_ALIGN(T) - 16)
 #ifdef __cplusplus
 #define POOL__TAG(NAME) reinterpret_cast<uintptr_t>(&NAME)
 #else
 #define POOL__TAG(NAME) ((uintptr_t)&NAME)
 #endif
-/* The frame of a tagged push at `raw` (pool_frame_push's frame). */
+/* The frame of a tagged push at `raw` (pool_frame_push's memory, aligned
+ * to 16: the frame itself when that is enough, with no computation). */
+#define POOL__PUSHED_FRAME(T, raw)                                                              \
+  POOL__FRAME_OF(T, POOL__ALIGNOF(T) > 16 ? pool__pushed_frame(raw, POOL__ALIGNOF(T)) : (raw))
 static inline POOL__MAYBE_UNUSED void *pool__pushed_frame(void *raw, size_t align) {
 #ifdef __cplusplus
-  uintptr_t a = reinterpret_cast<uintptr_t>(raw) + sizeof(uintptr_t) + (align - 1);
+  uintptr_t a = reinterpret_cast<uintptr_t>(raw) + (align - 1);
   return reinterpret_cast<void *>(a & ~static_cast<uintptr_t>(align - 1));
 #else
-  uintptr_t a = (uintptr_t)raw + sizeof(uintptr_t) + (align - 1);
+  uintptr_t a = (uintptr_t)raw + (align - 1);
   return (void *)(a & ~(uintptr_t)(align - 1));
 #endif
 }
-/* The tag word of the frame at `raw` (any frame: a pushed one of another
- * kind too, hence the byte copy), and its update. */
+/* The tag of the frame at `raw` (a byte copy: any frame's slot), and its
+ * update. */
 static inline POOL__MAYBE_UNUSED uintptr_t pool__pushed_tag(const void *raw) {
   uintptr_t t;
-  memcpy(&t, raw, sizeof t);
+#ifdef __cplusplus
+  memcpy(&t, static_cast<const char *>(raw) - sizeof t, sizeof t);
+#else
+  memcpy(&t, (const char *)raw - sizeof t, sizeof t);
+#endif
   return t;
 }
 static inline POOL__MAYBE_UNUSED void pool__pushed_set(void *raw, uintptr_t tag) {
-  memcpy(raw, &tag, sizeof tag);
+#ifdef __cplusplus
+  memcpy(static_cast<char *>(raw) - sizeof tag, &tag, sizeof tag);
+#else
+  memcpy((char *)raw - sizeof tag, &tag, sizeof tag);
+#endif
 }
 /* In C++, a union whose members have default member initialisers needs a
  * constructor of its own (they are not run: the frame's fields are
@@ -494,11 +508,13 @@ static inline POOL__MAYBE_UNUSED void pool__pushed_set(void *raw, uintptr_t tag)
     int pool__rc = pool_frame_push(POOL__PUSH_BYTES(NAME##_frame), 16, &pool__p);               \
     if (pool__rc != 0) return pool__rc;                                                         \
     pool__pushed_set(pool__p, POOL__TAG(NAME));                                                 \
-    pool__f = POOL__FRAME_OF(NAME##_frame,                                                      \
-                             pool__pushed_frame(pool__p, POOL__PUSH_ALIGN(NAME##_frame)));      \
+    pool__f = POOL__PUSHED_FRAME(NAME##_frame, pool__p);                                        \
     POOL__UNPAREN STORES                                                                        \
     pool__rc = pool_spawn(pool__pool, &pool__f->task, NAME##__run, pool__f);                    \
-    if (pool__rc != 0) (void)pool_frame_pop(pool__p);                                           \
+    if (pool__rc != 0) {                                                                        \
+      pool__pushed_set(pool__p, 0);                                                             \
+      (void)pool_frame_pop(pool__p);                                                            \
+    }                                                                                           \
     return pool__rc;                                                                            \
   }                                                                                             \
   /* The frame of the thread's newest push (at *raw) if it is this task's                       \
@@ -508,8 +524,7 @@ static inline POOL__MAYBE_UNUSED void pool__pushed_set(void *raw, uintptr_t tag)
     if (!pool__p || pool__pushed_tag(pool__p) != POOL__TAG(NAME)) return NULL;                  \
     pool__pushed_set(pool__p, 0);                                                               \
     *pool__raw = pool__p;                                                                       \
-    return POOL__FRAME_OF(NAME##_frame,                                                         \
-                          pool__pushed_frame(pool__p, POOL__PUSH_ALIGN(NAME##_frame)));         \
+    return POOL__PUSHED_FRAME(NAME##_frame, pool__p);                                           \
   }
 
 #define POOL__TASK(RTYPE, NAME, FIELDS, PARAMS, STORES, CALL)                                   \

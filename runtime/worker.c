@@ -555,6 +555,18 @@ static void resize_park(ws_worker *w) {
    * thieves). */
   nothing_found(w);
   ws_submit_drop_open(w);
+  /* What its tasks left on its deque goes to the global queue, where the
+   * others take it in turn with outside submissions: a thief looks there
+   * before it steals, so a stream of submissions would hold it back for
+   * as long as the stream lasts. Flags 0: counted where they were made;
+   * FORCE: a destroy that closed the queue still drains it (design.md
+   * 10.4). Without memory for the queue, the rest stays for thieves. */
+  for (ws_task *t; (t = ws_pop_own(w)) != NULL;) {
+    if (ws_push_global(w->pool, t, WS_GQ_FORCE) != 0) {
+      if (ws_push(w, t) != 0) ws_run(w, t); /* where it came from, or here */
+      break;
+    }
+  }
   uint32_t told = 1;
   /* seq_cst: release, its last task happens before the resizer's acquire
    * load of 2 (the shrink returns after it); acquire, pairs with the

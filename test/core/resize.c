@@ -24,6 +24,11 @@
  *             global queue in batches): from pool_resize(p, 1)'s call on,
  *             a worker >= 1 starts at most one more task (one that read
  *             the size before the call), and none after its return.
+ *  shrink_strand  a task on worker 1 submits 10 children as its pool
+ *             shrinks to 1, then 20000 outside tasks are queued: the
+ *             children run before a quarter of those (worker 1 parks with
+ *             them on its deque: they go to the global queue, which worker
+ *             0 reads before it would steal).
  *  grow       a pool of 1 (max 4): 4 tasks that each wait until 4 run at
  *             once cannot finish until pool_resize(p, 4); after it they
  *             do. Before it, nothing ran on workers 1..3.
@@ -43,6 +48,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -344,6 +350,70 @@ static void case_shrink_batch(void) {
   }
 }
 
+/* ---- what a parked worker leaves is not starved by a stream ------------- */
+
+enum { STREAM_N = 20000 };
+static atomic_int strand_ran, stream_ran, stream_at_children;
+
+static void strand_child(void *arg) {
+  (void)arg;
+  if (atomic_fetch_add(&strand_ran, 1) + 1 == 10) atomic_store(&stream_at_children, atomic_load(&stream_ran));
+}
+
+/* On worker 1: submits its children once the shrink began (they go on its
+ * deque), then ends, and its worker parks. */
+static void strand_parent(void *p) {
+  atomic_store(&steer_worker, 100 + pool_worker_id());
+  for (int ms = 0; pool_threads(p) != 1 && ms < 10000; ms++) sleep_ms(1);
+  for (int i = 0; i < 10; i++) CHECK_OK(pool_submit(NULL, strand_child, NULL));
+}
+
+/* The stream: 5 us each. */
+static void strand_busy(void *arg) {
+  (void)arg;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 5000);
+  atomic_fetch_add(&stream_ran, 1);
+}
+
+static void case_shrink_strand(void) {
+  for (int tries = 0;; tries++) {
+    CHECK(tries < 100);
+    pool_t *p = sized_pool(2, 2);
+    atomic_store(&strand_ran, 0);
+    atomic_store(&stream_ran, 0);
+    atomic_store(&stream_at_children, -1);
+    /* Worker 0 held, so that the parent runs on worker 1 (as shrink_chain). */
+    atomic_store(&steer_worker, -1);
+    atomic_store(&steer_go, 0);
+    CHECK_OK(pool_submit(p, steer, NULL));
+    while (atomic_load(&steer_worker) < 0) sched_yield();
+    if (atomic_load(&steer_worker) != 0) {
+      atomic_store(&steer_go, 1);
+      CHECK_OK(pool_destroy(p));
+      continue;
+    }
+    atomic_store(&steer_worker, -1);
+    CHECK_OK(pool_submit(p, strand_parent, p));
+    while (atomic_load(&steer_worker) < 0) sched_yield();
+    CHECK_EQ(atomic_load(&steer_worker), 101); /* on worker 1 */
+    CHECK_OK(pool_resize(p, 1)); /* returns once worker 1 parked */
+    /* A stream queued behind the children: worker 0, free again, reaches
+     * them before the stream's end (a thief reads the queue first: on the
+     * parked deque they waited for all of it). */
+    for (int i = 0; i < STREAM_N; i++) CHECK_OK(pool_submit(p, strand_busy, NULL));
+    atomic_store(&steer_go, 1);
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_EQ(atomic_load(&strand_ran), 10);
+    CHECK(atomic_load(&stream_at_children) < STREAM_N / 4);
+    CHECK_OK(pool_destroy(p));
+    break;
+  }
+}
+
 /* ---- grow ------------------------------------------------------------------ */
 
 static atomic_int meet;
@@ -478,5 +548,6 @@ static void case_destroy(void) {
 }
 
 TEST_MAIN(240, TEST_CASE(errors), TEST_CASE(shrink), TEST_CASE(shrink_waits),
-          TEST_CASE(shrink_chain), TEST_CASE(shrink_batch), TEST_CASE(grow),
+          TEST_CASE(shrink_chain), TEST_CASE(shrink_batch), TEST_CASE(shrink_strand),
+          TEST_CASE(grow),
           TEST_CASE(race), TEST_CASE(destroy))

@@ -593,7 +593,10 @@ POOL_API int pool_pending(const pool_t *pool, size_t *queued, size_t *running);
 
 /**
  * \brief Wait until every task submitted so far with pool_submit(), and
- * everything those tasks submitted, has finished.
+ * everything those tasks submitted, has finished. Submitted: pool_submit()
+ * and its kin, and started jobs that became ready (\ref jobs); a group's
+ * children and spawned frames are waited for by their group's wait and
+ * their sync, not here.
  * \param pool the pool, or NULL (\ref nullpool).
  * \return 0; EDEADLK when called from a worker of that pool; EINVAL when
  *         there is no pool; ESHUTDOWN when called once pool_destroy() began
@@ -1148,8 +1151,10 @@ POOL_API int pool_fail(int err);
  * failure, pool_cancelled() polls it, pool_job_cancel() cancels it. Its
  * status is 0, its failure, or ECANCELED. A job whose predecessor did not
  * succeed is skipped (its function never runs) and takes that status (the
- * first such predecessor's to complete), so a failure travels down the
- * graph and the last job reports it. A job whose pool is destroyed before
+ * first recorded: a predecessor records its failure on its successors just
+ * before it completes, so of two that fail at about the same time either
+ * may be the one), so a failure travels down the graph and the last job
+ * reports it. A job whose pool is destroyed before
  * it could run (its last predecessor completed after pool_destroy()
  * began) is skipped with status ESHUTDOWN.
  *

@@ -39,6 +39,9 @@
  * object types that can be assigned (no arrays: pass a pointer or a struct;
  * in C++, trivially copyable types, since they share a union in the frame;
  * default member initialisers are allowed, and not run for the frame).
+ * A type written with parentheses or brackets in it (a pointer to a
+ * function) needs a typedef first: the macro takes each type as one
+ * token sequence and places a name after it.
  * The macro generates, for a task NAME:
  *  - `NAME_frame`: the frame, a `pool_task_t` (member `task`) followed by
  *    the arguments, whose storage the result reuses. The caller owns it

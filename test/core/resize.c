@@ -21,9 +21,9 @@
  *             (a job in its middle waits for the return), and from then
  *             on no job runs on worker 1; every job runs once.
  *  shrink_batch  200 outside tasks of 2 ms on 4 workers (taken from the
- *             global queue in batches): from pool_resize(p, 1)'s call on,
- *             a worker >= 1 starts at most one more task (one that read
- *             the size before the call), and none after its return.
+ *             global queue in batches): once pool_resize(p, 1) stored the
+ *             new size, a worker >= 1 starts at most one more task (one
+ *             that read its park word before), and none after the return.
  *  shrink_strand  a task on worker 1 submits 10 children as its pool
  *             shrinks to 1, then 20000 outside tasks are queued: the
  *             children run before a quarter of those (worker 1 parks with
@@ -318,13 +318,13 @@ static void case_shrink_chain(void) {
 
 /* ---- a shrink stops a worker's submit batch ------------------------------- */
 
-static atomic_int shrink_begun;
-static atomic_int late_starts[4]; /* per worker, after the shrink's call */
+static atomic_int late_starts[4]; /* per worker, once the shrink stored the size */
 
+/* arg: the pool. The shrink stores the new size after it told the workers
+ * to park, so a start that reads it has the shrink under way. */
 static void batch_task(void *arg) {
-  (void)arg;
   int id = pool_worker_id();
-  if (atomic_load(&shrink_begun) && id >= 1 && id < 4) atomic_fetch_add(&late_starts[id], 1);
+  if (id >= 1 && id < 4 && pool_threads(arg) == 1) atomic_fetch_add(&late_starts[id], 1);
   enter_task();
   sleep_ms(2);
   leave_task();
@@ -334,11 +334,9 @@ static void case_shrink_batch(void) {
   for (unsigned long r = 0; r < check_iters(2); r++) {
     pool_t *p = sized_pool(4, 4);
     reset_counts();
-    atomic_store(&shrink_begun, 0);
     for (int k = 0; k < 4; k++) atomic_store(&late_starts[k], 0);
-    for (int k = 0; k < 200; k++) CHECK_OK(pool_submit(p, batch_task, NULL));
+    for (int k = 0; k < 200; k++) CHECK_OK(pool_submit(p, batch_task, p));
     for (int ms = 0; atomic_load(&running) < 4 && ms < 5000; ms++) sleep_ms(1);
-    atomic_store(&shrink_begun, 1);
     CHECK_OK(pool_resize(p, 1));
     atomic_store(&cap, 1);
     CHECK_OK(pool_wait_idle(p));

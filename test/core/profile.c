@@ -71,15 +71,16 @@ static uint64_t spin(uint64_t ns) {
  * spawns; chain's work 4 ms over 12 with 1 steal). So each such stretch
  * checks what its thread lost: `check_unpreempted` marks the attempt
  * disturbed if, since `calm()`, the calling thread was preempted (its
- * involuntary switches) or lost more than LOST_NS of the clock it did
- * not run (the clock's time less the thread's CPU time: a preemption, or
- * the VM's host taking the CPU, which the guest kernel takes out of the
- * thread's CPU time (steal time) and no switch count shows). Not across waits (a waiting worker's yields count as
- * involuntary, and its sleep as lost) nor spins (timed themselves, the
- * preemption in the truth as in the profile). Per thread: the process's
- * count holds idle workers' yields, which change no strand. LOST_NS is a
- * quarter of the smallest tolerance in ns (10 % of fan's 2 ms span): less
- * lost time than that cannot take a profile past its bound. */
+ * involuntary switches) or lost more than LOST_NS of the clock it did not
+ * run (the clock's time less the thread's CPU time: a preemption, or the
+ * VM's host taking the CPU, which the guest kernel takes out of the
+ * thread's CPU time as steal time and no switch count shows). Not across
+ * waits (a waiting worker's yields count as involuntary, and its sleep as
+ * lost) nor spins (timed themselves, the preemption in the truth as in the
+ * profile). Per thread: the process's count holds idle workers' yields,
+ * which change no strand. LOST_NS is a quarter of the smallest tolerance
+ * (10 % of fan's 2 ms span): less lost time than that cannot take a
+ * profile past its bound. */
 enum { LOST_NS = 50000 };
 typedef struct calm_mark {
   long sw;      /* involuntary switches */

@@ -5,7 +5,7 @@
  * call and no sequential cutoff, so this measures what a spawn/sync pair
  * costs. The frame lives on the caller's stack; spawning allocates nothing.
  * It runs the tree three times: with pool_sync, with pool_take, and as a
- * typed task (POOL_TASK, below), the way to write it for speed.
+ * typed task (POOL_STATIC_TASK, below), the way to write it for speed.
  *
  *   usage: fib [n [workers]]
  *     n        0..92 (default 37)
@@ -77,13 +77,12 @@ static long pfib(int n) {
   return x.result + y;
 }
 
-/* The same tree as a typed task. POOL_TASK declares tfib_frame (the frame:
- * a pool_task_t, the argument, room for the result) and tfib_spawn/tfib_sync:
- * spawn stores n and spawns; sync returns tfib(n - 1) by value, calling
- * tfib() right there when nobody stole the task. No struct, no cast, no
- * void *. */
-static long tfib(int n);
-POOL_TASK(long, tfib, int);
+/* The same tree as a typed task. POOL_STATIC_TASK declares the function
+ * (static long tfib(int)), tfib_frame (the frame: a pool_task_t, the
+ * argument, room for the result) and tfib_spawn/tfib_sync: spawn stores n
+ * and spawns; sync returns tfib(n - 1) by value, calling tfib() right there
+ * when nobody stole the task. No struct, no cast, no void *. */
+POOL_STATIC_TASK(long, tfib, int);
 
 static long tfib(int n) {
   if (n < 2) return n;

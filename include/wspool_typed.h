@@ -35,7 +35,22 @@
  * arguments; `POOL_VOID_TASK(NAME, T1, ..., Tk)` and
  * `POOL_VOID_TASK_0(NAME)` tasks of functions returning void. End each with
  * a semicolon, at file scope (more than 14 arguments do not compile: pass a
- * struct). Argument and result types must be complete
+ * struct).
+ * For a function of the including file, `POOL_STATIC_TASK(RTYPE, NAME, T1,
+ * ..., Tk)` (and `POOL_STATIC_TASK_0`, `POOL_STATIC_VOID_TASK`,
+ * `POOL_STATIC_VOID_TASK_0`) is the same in one piece: it declares
+ * `static RTYPE NAME(T1, ..., Tk)` itself, then the task; the definition
+ * follows it, before any other use:
+ * \code
+ *   POOL_STATIC_TASK(long, fib, int);
+ *   static long fib(int n) { ... }      // the body above
+ * \endcode
+ * The definition may say `static inline`. Then gcc at -O2 (as at -O3
+ * without it) may inline the base-case test of a recursive task into its
+ * callers, which pays when most calls are leaves that fail that test at
+ * once: a knapsack's (docs/typed.md, on one worker: 1.32x Lace's time at
+ * -O2 without, 1.03x with). It may also inline the recursion into itself,
+ * which costs a task gcc splits without it (fib: 1.00x without, 1.14x). Argument and result types must be complete
  * object types that can be assigned (no arrays: pass a pointer or a struct;
  * in C++, trivially copyable types, since they share a union in the frame;
  * default member initialisers are allowed, and not run for the frame).
@@ -166,6 +181,25 @@
 /** Declare a task of `void NAME(T1, ..., Tk)`, k = 1..14. */
 #define POOL_VOID_TASK(NAME, ...)                                                               \
   POOL__CAT(POOL_VOID_TASK_, POOL__NARG(__VA_ARGS__))(NAME, __VA_ARGS__)
+
+/** Declare `static RTYPE NAME(T1, ..., Tk)`, a function of this file
+ * defined after the macro, and its task as POOL_TASK() does: the prototype
+ * and the task in one piece (see \ref typed). */
+#define POOL_STATIC_TASK(RTYPE, NAME, ...)                                                      \
+  static RTYPE NAME(__VA_ARGS__);                                                               \
+  POOL_TASK(RTYPE, NAME, __VA_ARGS__)
+/** POOL_STATIC_TASK() of `RTYPE NAME(void)`. */
+#define POOL_STATIC_TASK_0(RTYPE, NAME)                                                         \
+  static RTYPE NAME(void);                                                                      \
+  POOL_TASK_0(RTYPE, NAME)
+/** POOL_STATIC_TASK() of `void NAME(T1, ..., Tk)`. */
+#define POOL_STATIC_VOID_TASK(NAME, ...)                                                        \
+  static void NAME(__VA_ARGS__);                                                                \
+  POOL_VOID_TASK(NAME, __VA_ARGS__)
+/** POOL_STATIC_TASK() of `void NAME(void)`. */
+#define POOL_STATIC_VOID_TASK_0(NAME)                                                           \
+  static void NAME(void);                                                                       \
+  POOL_VOID_TASK_0(NAME)
 
 /* The per-arity forms POOL_TASK() and POOL_VOID_TASK() choose from; k = 0
  * has only these. The lists are: the argument fields, the parameters of

@@ -28,11 +28,16 @@
  *    counts; pool_frame_push/top/pop themselves (3000 frames of mixed
  *    sizes, more than a chunk, and one bigger than a chunk, each intact
  *    until popped; the errors); typed pops with nothing pushed or another
- *    task's frame on top are EINVAL and pop nothing.
+ *    task's frame on top are EINVAL and pop nothing;
+ *  - the one-piece forms (POOL_STATIC_TASK, _0, VOID, VOID_0), a
+ *    definition with `inline` among them: fib, a knapsack against its
+ *    sequential answer, a tree's nodes pushed and popped, each counted
+ *    once, run from outside.
  * Built twice: with the header's inline paths and with POOL_NO_INLINE.
  * Cases (each on pools of 1 to 8 workers, made from a zeroed
  * configuration): fib, sum, arities, sync_orders, misuse, stolen (2 or
- * more workers), outside, run_outside, run_worker, push_pop; and
+ * more workers), outside, run_outside, run_worker, push_pop,
+ * static_forms; and
  * default_pool, run_shutdown (a pool of 2). */
 #include <pthread.h>
 #include <sched.h>
@@ -706,6 +711,84 @@ static void case_push_pop(void) {
   push_shapes();
 }
 
+/* ---- the one-piece forms: POOL_STATIC_TASK and its kin ----------------- */
+
+/* Declared by the macro (static), defined after it: plainly, and with
+ * `inline` on the definition (the knapsack advice of typed.md). */
+POOL_STATIC_TASK(long, sfib, int);
+static long sfib(int n) {
+  if (n < 2) return n;
+  sfib_frame f;
+  CHECK_OK(sfib_spawn(&f, n - 1));
+  long y = sfib(n - 2);
+  return sfib_sync(&f) + y;
+}
+
+/* 0/1 knapsack of items i.. with capacity c: the best value. */
+enum { SK_N = 14 };
+static const int sk_w[SK_N] = {3, 5, 7, 2, 9, 4, 6, 8, 1, 5, 3, 7, 2, 6};
+static const int sk_v[SK_N] = {4, 6, 9, 3, 11, 5, 8, 9, 2, 7, 3, 10, 1, 7};
+POOL_STATIC_TASK(int, sknap, int, int);
+static inline int sknap(int i, int c) {
+  if (c < 0) return -1000000;
+  if (i == SK_N) return 0;
+  sknap_frame f;
+  CHECK_OK(sknap_spawn(&f, i + 1, c));
+  int with = sknap(i + 1, c - sk_w[i]) + sk_v[i];
+  int without = sknap_sync(&f);
+  return with > without ? with : without;
+}
+static int sknap_seq(int i, int c) {
+  if (c < 0) return -1000000;
+  if (i == SK_N) return 0;
+  int with = sknap_seq(i + 1, c - sk_w[i]) + sk_v[i], without = sknap_seq(i + 1, c);
+  return with > without ? with : without;
+}
+
+/* Each node of a binary tree of depth d counts itself once, its children
+ * pushed and popped. */
+POOL_STATIC_VOID_TASK(snodes, atomic_long *, int);
+static void snodes(atomic_long *count, int d) {
+  atomic_fetch_add(count, 1);
+  if (d == 0) return;
+  int k = 0;
+  for (int c = 0; c < 2; c++) {
+    if (snodes_push(NULL, count, d - 1) == 0)
+      k++;
+    else
+      snodes(count, d - 1); /* ENOMEM: here */
+  }
+  while (k-- > 0) snodes_pop();
+}
+
+POOL_STATIC_TASK_0(int, sseven);
+static int sseven(void) { return 7; }
+
+static atomic_int svoid_runs;
+POOL_STATIC_VOID_TASK_0(svoid);
+static void svoid(void) { atomic_fetch_add(&svoid_runs, 1); }
+
+/* Every form on pools of 1 to 8 workers, from outside (NAME_run) and
+ * inside (spawn and sync, push and pop): exact results, each run once. */
+static void case_static_forms(void) {
+  const int knap_best = sknap_seq(0, 30);
+  for (unsigned long r = 0; r < check_iters(1); r++)
+    for (unsigned nw = 1; nw <= 8; nw++) {
+      pool_t *p = zeroed_config_pool(nw);
+      for (int n = 0; n <= 22; n += 2) CHECK_EQ(sfib_run(p, n), fib_seq(n));
+      CHECK_EQ(sknap_run(p, 0, 30), knap_best);
+      atomic_long count;
+      atomic_init(&count, 0);
+      snodes_run(p, &count, 12);
+      CHECK_EQ(atomic_load(&count), (1L << 13) - 1);
+      CHECK_EQ(sseven_run(p), 7);
+      int before = atomic_load(&svoid_runs);
+      CHECK_OK(svoid_run_rc(p));
+      CHECK_EQ(atomic_load(&svoid_runs), before + 1);
+      pool_destroy(p);
+    }
+}
+
 static void *run_thread(void *p) {
   run_from_outside(p);
   return NULL;
@@ -797,4 +880,4 @@ static void case_run_shutdown(void) {
 TEST_MAIN(240, TEST_CASE(fib), TEST_CASE(sum), TEST_CASE(arities), TEST_CASE(sync_orders),
           TEST_CASE(misuse), TEST_CASE(stolen), TEST_CASE(outside), TEST_CASE(default_pool),
           TEST_CASE(run_outside), TEST_CASE(run_worker), TEST_CASE(run_shutdown),
-          TEST_CASE(push_pop))
+          TEST_CASE(push_pop), TEST_CASE(static_forms))

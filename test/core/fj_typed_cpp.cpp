@@ -5,7 +5,9 @@
  * 4 workers, and from this (outside) thread; and a type with default
  * member initialisers (trivially copyable, but not trivially default
  * constructible) as argument and result, run, spawned and pushed.
- * Cases: inside, outside, initialisers. */
+ * The one-piece forms (POOL_STATIC_TASK, POOL_STATIC_VOID_TASK_0), one
+ * definition `inline`: fib, and a void task run once.
+ * Cases: inside, outside, initialisers, static_forms. */
 #include <wspool.h>
 
 #include "check.h"
@@ -59,6 +61,21 @@ static void root(void *p) {
   j->fib25 = fib(25);
   fill(j->outs, 64);
 }
+
+/* The one-piece forms: the macro declares the function static; the
+ * definitions follow, one of them `inline`. */
+POOL_STATIC_TASK(long, sfib, int);
+static inline long sfib(int n) {
+  if (n < 2) return n;
+  sfib_frame f;
+  CHECK_OK(sfib_spawn(&f, n - 1));
+  long y = sfib(n - 2);
+  return sfib_sync(&f) + y;
+}
+
+static int void_runs;
+POOL_STATIC_VOID_TASK_0(count_run);
+static void count_run() { void_runs++; }
 
 /* A pool of nw workers from a zeroed configuration. */
 static pool_t *zeroed_config_pool(unsigned nw) {
@@ -117,4 +134,16 @@ static void case_initialisers() {
   }
 }
 
-TEST_MAIN(120, TEST_CASE(inside), TEST_CASE(outside), TEST_CASE(initialisers))
+static void case_static_forms() {
+  for (unsigned nw : nws) {
+    pool_t *p = zeroed_config_pool(nw);
+    CHECK_EQ(sfib_run(p, 20), 6765);
+    int before = void_runs;
+    count_run_run(p); /* on a worker; its run happens before the return */
+    CHECK_EQ(void_runs, before + 1);
+    pool_destroy(p);
+  }
+}
+
+TEST_MAIN(120, TEST_CASE(inside), TEST_CASE(outside), TEST_CASE(initialisers),
+          TEST_CASE(static_forms))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Typed tasks at compile time (wspool_typed.h):
-#  - a program using every kind of task compiles cleanly in C11 with
+#  - a program using every kind of task (the one-piece POOL_STATIC_TASK
+#    forms too) compiles cleanly in C11 with
 #    -Wall -Wextra -Wpedantic -Wconversion -Werror, and in C++17 with
 #    -Wall -Wextra -Wpedantic -Werror;
 #  - a wrong argument type does not compile, and the compiler names the
@@ -31,6 +32,14 @@ static void h(pt p) { (void)p; }
 POOL_VOID_TASK(h, pt);
 static double k(void) { return 1.0; }
 POOL_TASK_0(double, k);
+POOL_STATIC_TASK(int, s2, int, int);
+static inline int s2(int a, int b) { return a + b; }
+POOL_STATIC_VOID_TASK(s1, int);
+static void s1(int a) { (void)a; }
+POOL_STATIC_TASK_0(int, s0);
+static int s0(void) { return 0; }
+POOL_STATIC_VOID_TASK_0(sv0);
+static void sv0(void) {}
 long use(long *p);'
 
 good='long use(long *p) {
@@ -51,6 +60,9 @@ good='long use(long *p) {
   h_push(NULL, q);
   h_pop();
   r += g_pop();
+  s1_run(NULL, 1);
+  sv0_run(NULL);
+  r += s2_run(NULL, 1, 2) + s0_run(NULL);
   return g_sync(&f) + g_run(NULL, p, 1) + r + (k_run(NULL) > kd);
 }'
 

@@ -193,14 +193,8 @@ static double cpu_med(const bench_variant *x) {
 /* The paired ratio of two rows' CPU times, round by round (as
  * bench_paired_ratio pairs their elapsed times). */
 static double cpu_paired(const bench_variant *a, const bench_variant *b) {
-  double r[BENCH_MAX_RUNS];
-  int n = 0;
-  for (int k = 0; k < BENCH_MAX_RUNS; k++) {
-    int ia = k + a->first_round, ib = k + b->first_round;
-    if (ia >= a->nt || ib >= b->nt) break;
-    r[n++] = cpu_s[a->param][ia] / cpu_s[b->param][ib];
-  }
-  return n ? bench_median(r, n) : cpu_med(a) / cpu_med(b);
+  double r = bench_paired_of(a, cpu_s[a->param], b, cpu_s[b->param]);
+  return r > 0 ? r : cpu_med(a) / cpu_med(b);
 }
 
 /* The paired ratio a/b, or that of the medians when they share no round. */

@@ -436,6 +436,20 @@ static inline double bench_run_root(const bench_variant *v, pool_fn fn, void *ar
 }
 #endif
 
+/* The same over per-run figures of a's and b's own (xa[k] is a's run k,
+ * as a->t[k] is): the CPU time of each run, say. */
+static inline double bench_paired_of(const bench_variant *a, const double *xa,
+                                     const bench_variant *b, const double *xb) {
+  double r[BENCH_MAX_RUNS];
+  int n = 0;
+  for (int k = 0; k < BENCH_MAX_RUNS; k++) {
+    int ia = k + a->first_round, ib = k + b->first_round;
+    if (ia >= a->nt || ib >= b->nt) break;
+    r[n++] = xa[ia] / xb[ib];
+  }
+  return n ? bench_median(r, n) : 0.0;
+}
+
 /* The median over rounds of a's time over b's time in the same round, or 0
  * when they share no round. A shared machine's speed drifts in phases that
  * last seconds, so a ratio of two runs made within the same round, moments
@@ -443,14 +457,7 @@ static inline double bench_run_root(const bench_variant *v, pool_fn fn, void *ar
  * program; benchmarks print both. Variants compared this way are listed
  * next to each other, so a round runs them back to back. */
 static inline double bench_paired_ratio(const bench_variant *a, const bench_variant *b) {
-  double r[BENCH_MAX_RUNS];
-  int n = 0;
-  for (int k = 0; k < BENCH_MAX_RUNS; k++) {
-    int ia = k + a->first_round, ib = k + b->first_round;
-    if (ia >= a->nt || ib >= b->nt) break;
-    r[n++] = a->t[ia] / b->t[ib];
-  }
-  return n ? bench_median(r, n) : 0.0;
+  return bench_paired_of(a, a->t, b, b->t);
 }
 
 /* One line of the ratios summary: T1/Ts, T1/T2 and the speedup Ts/T2 of a

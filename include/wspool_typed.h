@@ -38,9 +38,9 @@
  * struct).
  * For a function of the including file, `POOL_STATIC_TASK(RTYPE, NAME, T1,
  * ..., Tk)` (and `POOL_STATIC_TASK_0`, `POOL_STATIC_VOID_TASK`,
- * `POOL_STATIC_VOID_TASK_0`) is the same in one piece: it declares
- * `static RTYPE NAME(T1, ..., Tk)` itself, then the task; the definition
- * follows it, before any other use:
+ * `POOL_STATIC_VOID_TASK_0`) also declares `static RTYPE NAME(T1, ...,
+ * Tk)` itself, before the task, so a task is two pieces, the macro and the
+ * definition, which follows it before any other use of NAME:
  * \code
  *   POOL_STATIC_TASK(long, fib, int);
  *   static long fib(int n) { ... }      // the body above
@@ -50,10 +50,11 @@
  * callers, which pays when most calls are leaves that fail that test at
  * once: a knapsack's (docs/typed.md, on one worker: 1.32x Lace's time at
  * -O2 without, 1.03x with). It may also inline the recursion into itself,
- * which costs a task gcc splits without it (fib: 1.00x without, 1.14x). Argument and result types must be complete
- * object types that can be assigned (no arrays: pass a pointer or a struct;
- * in C++, trivially copyable types, since they share a union in the frame;
- * default member initialisers are allowed, and not run for the frame).
+ * which costs a task gcc splits without it (fib: 1.00x without, 1.14x).
+ * Argument and result types must be complete object types that can be
+ * assigned (no arrays: pass a pointer or a struct; in C++, trivially
+ * copyable types, since they share a union in the frame; default member
+ * initialisers are allowed, and not run for the frame).
  * A type written with parentheses or brackets in it (a pointer to a
  * function) needs a typedef first: the macro takes each type as one
  * token sequence and places a name after it.
@@ -183,8 +184,8 @@
   POOL__CAT(POOL_VOID_TASK_, POOL__NARG(__VA_ARGS__))(NAME, __VA_ARGS__)
 
 /** Declare `static RTYPE NAME(T1, ..., Tk)`, a function of this file
- * defined after the macro, and its task as POOL_TASK() does: the prototype
- * and the task in one piece (see \ref typed). */
+ * defined after the macro, and its task as POOL_TASK() does (see \ref
+ * typed). */
 #define POOL_STATIC_TASK(RTYPE, NAME, ...)                                                      \
   static RTYPE NAME(__VA_ARGS__);                                                               \
   POOL_TASK(RTYPE, NAME, __VA_ARGS__)

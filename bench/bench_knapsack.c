@@ -12,7 +12,7 @@
  * bound's test and the shared best's updates on every node.
  *
  *   Ts      the plain recursion, `best` an ordinary variable
- *   wspool  typed tasks, POOL_TASK(int, knap, ...): spawn the "leave"
+ *   wspool  typed tasks, POOL_STATIC_TASK(int, knap, ...): spawn the "leave"
  *           branch, run the "take" branch (the sequential order), sync; `best` a relaxed atomic;
  *           pools of 1 and 2 workers
  *   OpenMP  #pragma omp task / taskwait (the program's compiler's runtime),
@@ -92,10 +92,22 @@ static void raise_best(int b) {
   }
 }
 
-static int knap(int i, int c, int v);
-POOL_TASK(int, knap, int, int, int);
+/* bench_knapsack_inline is this file with BENCH_KNAP_INLINE: the task's
+ * definition `static inline` (typed.md, "In one piece, and inline"), all
+ * else the same. */
+#ifdef BENCH_KNAP_INLINE
+#define KNAP_INLINE inline
+#define KNAP_NAME "bench_knapsack_inline"
+#define KNAP_INLINE_NOTE " (the task's definition inline)"
+#else
+#define KNAP_INLINE
+#define KNAP_NAME "bench_knapsack"
+#define KNAP_INLINE_NOTE ""
+#endif
 
-static int knap(int i, int c, int v) {
+POOL_STATIC_TASK(int, knap, int, int, int);
+
+static KNAP_INLINE int knap(int i, int c, int v) {
   if (c < 0) return -1;
   if (i == nitems || c == 0) return v;
   if (v + (long)c * items[i].value / items[i].weight <
@@ -200,9 +212,9 @@ int main(void) {
 #ifndef BENCH_HAVE_OPENMP
   nv = V_OMP1;
 #endif
-  printf("bench_knapsack: %d items, capacity %d, branch and bound, a task per branch\n"
+  printf("%s: %d items, capacity %d, branch and bound, a task per branch%s\n"
          "%d runs each, interleaved; seconds, median [min, max]\n\n",
-         n, capacity, runs);
+         KNAP_NAME, n, capacity, KNAP_INLINE_NOTE, runs);
   double t[NV][BENCH_MAX_RUNS], med[NV];
   for (int v = 0; v < nv; v++) run(v); /* warm-up; the sequential run sets the answer */
   for (int r = 0; r < runs; r++)

@@ -932,7 +932,8 @@ typedef void (*pool_range_fn)(size_t begin, size_t end, void *ctx);
 /**
  * \brief Call \p body on disjoint subranges covering [begin, end) exactly once.
  *
- * \p grain is the smallest chunk handed to \p body (0 = automatic). Returns
+ * Every subrange handed to \p body has at least \p grain items (0 =
+ * automatic), but the one that ends at \p end, which may be shorter. Returns
  * when all of it has run. Works from outside the pool and from inside tasks
  * (nested), on any pool. Ranges up to SIZE_MAX - 1 items.
  * \param pool the pool, or NULL (\ref nullpool).
@@ -948,7 +949,8 @@ typedef void (*pool_range_fn)(size_t begin, size_t end, void *ctx);
  *         failure (pool_fail() in a body); ECANCELED when work the loop is
  *         nested in was cancelled (subranges may have been skipped); EINVAL
  *         for begin > end, a NULL \p body, or no pool; ENOMEM; ESHUTDOWN from
- *         outside a pool being destroyed.
+ *         outside a pool being destroyed, and EOWNERDEAD for a pool of the
+ *         parent in a child of fork() (\ref faults), an empty range too.
  */
 POOL_API int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain,
                                pool_range_fn body, void *ctx);
@@ -1012,10 +1014,13 @@ typedef struct pool_reducer {
  * \param r the reduction.
  * \param result receives the result, r->size bytes.
  * A body may fail with pool_fail(), as in pool_parallel_for(); then nothing
- * is combined and \p result holds the identity.
+ * is combined and \p result holds the identity (so after ECANCELED). A
+ * call refused before it ran (EINVAL, ENOMEM, ESHUTDOWN, EOWNERDEAD)
+ * leaves \p result as it was.
  * \return 0; the first failure; ECANCELED; EINVAL for begin > end, a NULL
- *         \p r, \p result, body, combine or identity, or a zero size; ENOMEM;
- *         ESHUTDOWN as pool_parallel_for().
+ *         \p r, \p result, body, combine or identity, or a zero size; ENOMEM
+ *         (the per-block accumulators); ESHUTDOWN and EOWNERDEAD as
+ *         pool_parallel_for().
  */
 POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
                                   const pool_reducer_t *r, void *result);

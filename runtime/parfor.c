@@ -119,7 +119,10 @@ static void job_progress(pf_job *job, size_t items) {
 /* The user's items behind indices [lo, hi) of the loop. */
 static size_t skipped_items(const pf_job *job, size_t lo, size_t hi) {
   if (!job->block) return hi - lo;
-  size_t end = hi * job->block < job->items ? hi * job->block : job->items;
+  /* Block lo starts inside the items, so lo * block does not overflow;
+   * hi * block may (the last block is short), and past the last full
+   * block the end is the items' end. */
+  size_t end = hi <= job->items / job->block ? hi * job->block : job->items;
   return end - lo * job->block;
 }
 
@@ -296,16 +299,25 @@ static size_t auto_chunk(size_t n, unsigned workers) {
 static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
                       size_t grain, pf_job *job);
 
-static int parfor(pool_t *pool, size_t begin, size_t end, size_t grain, pf_job *job) {
+/* The loop [begin, end) of job on pool, begin < end for *ran (if given):
+ * whether it started (its body may have run; the unit's result is the
+ * loop's), or was refused (no effect). */
+static int parfor(pool_t *pool, size_t begin, size_t end, size_t grain, pf_job *job,
+                  bool *ran) {
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
-  if (begin == end) return 0;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
   /* From outside the whole loop is inside the pool's gate (pool.c): the
-   * pieces it runs itself end in job_progress, which notifies the pool. */
+   * pieces it runs itself end in job_progress, which notifies the pool.
+   * An empty one too: a destroyed pool, or one of the parent after a
+   * fork, refuses every call (wspool.h, \ref faults). */
   if (!inside && (rc = ws_enter(p)) != 0) return rc;
+  if (begin == end) {
+    if (!inside) ws_leave(p);
+    return 0;
+  }
   /* The loop is the calling thread's current unit while it runs pieces
    * here and waits (a wait's helping runs other tasks in scopes of their
    * own). */
@@ -315,6 +327,8 @@ static int parfor(pool_t *pool, size_t begin, size_t end, size_t grain, pf_job *
   job->prof = ws_prof_on(p);
   uint64_t at = job->prof ? ws_prof_pause(p) : 0;
   rc = parfor_run(p, w, inside, begin, end, grain, job);
+  /* ESHUTDOWN: refused before anything was queued or ran. */
+  if (ran) *ran = rc != ESHUTDOWN;
   if (job->prof) {
     /* The caller's strand goes on after the loop's span (a fork of every
      * chunk, one more continuation). */
@@ -331,14 +345,14 @@ int pool_parallel_for(pool_t *pool, size_t begin, size_t end, size_t grain, pool
                       void *ctx) {
   if (begin > end || !body) return EINVAL;
   pf_job job = {.body = body, .ctx = ctx};
-  return parfor(pool, begin, end, grain, &job);
+  return parfor(pool, begin, end, grain, &job, NULL);
 }
 
 int pool_parallel_for_try(pool_t *pool, size_t begin, size_t end, size_t grain,
                           pool_try_range_fn body, void *ctx) {
   if (begin > end || !body) return EINVAL;
   pf_job job = {.try_body = body, .ctx = ctx};
-  return parfor(pool, begin, end, grain, &job);
+  return parfor(pool, begin, end, grain, &job, NULL);
 }
 
 static int parfor_run(struct pool *p, ws_worker *w, bool inside, size_t begin, size_t end,
@@ -422,25 +436,34 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
-  memcpy(result, r->identity, r->size);
-  if (begin == end) return 0;
+  /* Refused (wspool.h, \ref errors): *result untouched. */
+  if (ws_pool_forked(p)) return EOWNERDEAD;
   size_t n = end - begin;
-  size_t target = r->deterministic ? RED_DETERMINISTIC_BLOCKS
-                                   : (size_t)p->nthreads * RED_BLOCKS_PER_WORKER;
-  size_t bs = n / target + (n % target != 0);
-  if (bs < grain) bs = grain;
-  red_ctx c = {r, begin, n, bs, nchunks(n, bs), NULL};
-  if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
+  red_ctx c = {r, begin, n, 0, 0, NULL};
+  if (n) {
+    size_t target = r->deterministic ? RED_DETERMINISTIC_BLOCKS
+                                     : (size_t)p->nthreads * RED_BLOCKS_PER_WORKER;
+    c.bs = n / target + (n % target != 0);
+    if (c.bs < grain) c.bs = grain;
+    c.nblocks = nchunks(n, c.bs);
+    if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
+  }
   /* The accumulators come from the pool's allocator: from outside, inside
    * its gate, so that destroy cannot begin (and a new pool take the
    * struct, with other hooks) between the allocation and its free. */
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
   if (!inside && (rc = ws_enter(p)) != 0) return rc;
-  c.accs = ws_mem_alloc(&p->mem, c.nblocks * r->size);
-  if (c.accs) {
-    pf_job job = {.body = red_body, .ctx = &c, .block = bs, .items = n};
-    rc = parfor(p, 0, c.nblocks, 1, &job);
+  if (n == 0) {
+    memcpy(result, r->identity, r->size);
+    rc = 0;
+  } else if ((c.accs = ws_mem_alloc(&p->mem, c.nblocks * r->size)) != NULL) {
+    pf_job job = {.body = red_body, .ctx = &c, .block = c.bs, .items = n};
+    bool ran = false;
+    rc = parfor(p, 0, c.nblocks, 1, &job, &ran);
+    /* Run (or failed or cancelled on the way: the identity, as the header
+     * says); refused, *result untouched. */
+    if (ran) memcpy(result, r->identity, r->size);
     if (rc == 0)
       for (size_t b = 0; b < c.nblocks; b++) r->combine(result, c.accs + b * r->size, r->ctx);
     ws_mem_free(&p->mem, c.accs, c.nblocks * r->size);

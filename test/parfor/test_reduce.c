@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* pool_parallel_reduce: exact sums, a non-commutative combine, bit-exact
  * floating point in deterministic mode across worker counts, errors.
- * Cases: sums, noncommutative, float_bits, errors; each on pools of 1, 2, 3
- * and 8 workers. */
+ * Cases: sums, noncommutative, float_bits, errors, each on pools of 1, 2,
+ * 3 and 8 workers; refused (ENOMEM, ESHUTDOWN, EOWNERDEAD leave the result
+ * as it was; empty loops are refused too); skipped (a failed reduce over
+ * [0, SIZE_MAX): what ran and what was skipped add up to every item). */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -110,10 +116,70 @@ static void errors(pool_t *p) {
   CHECK_EQ(pool_parallel_reduce(p, 0, 2, 0, &bad, &out), EINVAL);
 }
 
+/* A call refused before it ran leaves *result as it was: too large an
+ * accumulator array (ENOMEM); a destroyed pool (ESHUTDOWN), an empty range
+ * too, and pool_parallel_for's empty range likewise; a pool of the parent
+ * in a child of fork() (EOWNERDEAD). */
+static void nop_body(size_t b, size_t e, void *ctx) {
+  (void)b, (void)e, (void)ctx;
+}
+static int refused_calls(pool_t *p, int want) {
+  pool_reducer_t r = {sizeof(uint64_t), &zero, sum_body, sum_combine, NULL, 0};
+  uint64_t out = 777;
+  int bad = 0;
+  bad |= pool_parallel_reduce(p, 0, 1000, 0, &r, &out) != want;
+  bad |= pool_parallel_reduce(p, 9, 9, 0, &r, &out) != want;
+  bad |= pool_parallel_for(p, 9, 9, 0, nop_body, NULL) != want;
+  bad |= pool_parallel_for(p, 0, 10, 0, nop_body, NULL) != want;
+  return bad || out != 777;
+}
+static void case_refused(void) {
+  pool_t *p = make_pool(2);
+  pool_reducer_t big = {SIZE_MAX / 4, &zero, sum_body, sum_combine, NULL, 0};
+  uint64_t out = 777;
+  CHECK_EQ(pool_parallel_reduce(p, 0, 1000, 0, &big, &out), ENOMEM);
+  CHECK_EQ(out, 777);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) _exit(refused_calls(p, EOWNERDEAD));
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK_OK(pool_destroy(p));
+  CHECK_EQ(refused_calls(p, ESHUTDOWN), 0); /* late calls: wspool.h, faults */
+}
+
+/* skipped_items counts what a failed loop skipped, the short last block
+ * included, on the whole range [0, SIZE_MAX): with what ran, every item. */
+static _Atomic size_t ran_items;
+static void fail_first(size_t b, size_t e, void *acc, void *ctx) {
+  (void)acc, (void)ctx;
+  atomic_fetch_add(&ran_items, e - b);
+  if (b == 0) pool_fail(EIO);
+}
+static void case_skipped(void) {
+  for (unsigned nw = 1; nw <= 3; nw++) {
+    pool_t *p = make_pool(nw);
+    atomic_store(&ran_items, 0);
+    uint64_t out = 777;
+    pool_reducer_t r = {sizeof(uint64_t), &zero, fail_first, sum_combine, NULL, (int)(nw & 1)};
+    CHECK_EQ(pool_parallel_reduce(p, 0, SIZE_MAX, 0, &r, &out), EIO);
+    CHECK_EQ(out, 0); /* the identity */
+    uint64_t skipped = 0;
+    for (unsigned i = 0; i < nw; i++) {
+      pool_worker_stats_t st;
+      CHECK_OK(pool_worker_stats(p, i, &st));
+      skipped += st.skipped_items;
+    }
+    CHECK_EQ(skipped + atomic_load(&ran_items), (uint64_t)SIZE_MAX);
+    CHECK_OK(pool_destroy(p));
+  }
+}
+
 static void case_sums(void) { ON_POOLS(sums, 1, 2, 3, 8); }
 static void case_noncommutative(void) { ON_POOLS(noncommutative, 1, 2, 3, 8); }
 static void case_float_bits(void) { ON_POOLS(float_bits, 1, 2, 3, 8); }
 static void case_errors(void) { ON_POOLS(errors, 1, 2, 3, 8); }
 
 TEST_MAIN(120, TEST_CASE(sums), TEST_CASE(noncommutative), TEST_CASE(float_bits),
-          TEST_CASE(errors))
+          TEST_CASE(errors), TEST_CASE(refused), TEST_CASE(skipped))

@@ -131,32 +131,46 @@ class exception_slot {
   exception_slot() noexcept = default;
   exception_slot(const exception_slot &) = delete;
   exception_slot &operator=(const exception_slot &) = delete;
-  /* An exception was caught: keep it if it is the first. Inside a catch. */
+  /* An exception was caught: keep it if it is the first. Inside a catch.
+   * A slot being emptied (TAKING: a wait of another thread, pool::wait_idle)
+   * is empty a few instructions later: wait for that, then keep this one. */
   void capture() noexcept {
     int expect = NONE;
-    if (state_.compare_exchange_strong(expect, WRITING, std::memory_order_acq_rel)) {
-      ::new (static_cast<void *>(buf_)) std::exception_ptr(std::current_exception());
-      state_.store(SET, std::memory_order_release);
+    while (!state_.compare_exchange_weak(expect, WRITING, std::memory_order_acq_rel)) {
+      if (expect == WRITING || expect == SET) return; /* not the first */
+      expect = NONE;
     }
+    ::new (static_cast<void *>(buf_)) std::exception_ptr(std::current_exception());
+    state_.store(SET, std::memory_order_release);
   }
   /* True once an exception was kept (reduce skips later combines). */
   bool failed() const noexcept { return state_.load(std::memory_order_relaxed) != NONE; }
-  /* After the wait: rethrow the first exception, if any, and reset. */
+  /* After the wait: rethrow the first exception, if any, and reset. Of
+   * waits in several threads at once (pool::wait_idle), one rethrows it. */
   void rethrow() {
-    if (state_.load(std::memory_order_acquire) != SET) return;
-    std::exception_ptr e = std::move(*ptr());
-    discard();
-    std::rethrow_exception(e);
+    std::exception_ptr e;
+    if (take(e)) std::rethrow_exception(e);
   }
   /* After the wait: drop the exception, if any, and reset. */
   void discard() noexcept {
-    if (state_.load(std::memory_order_acquire) != SET) return;
-    ptr()->~exception_ptr();
-    state_.store(NONE, std::memory_order_relaxed);
+    std::exception_ptr e;
+    take(e);
   }
 
  private:
-  enum { NONE, WRITING, SET };
+  enum { NONE, WRITING, SET, TAKING };
+  /* Moves the kept exception to e and empties the slot: claimed first (an
+   * acquire CAS, after the capture's release store of SET), so that of
+   * several callers at once only one touches it. */
+  bool take(std::exception_ptr &e) noexcept {
+    int expect = SET;
+    if (!state_.compare_exchange_strong(expect, TAKING, std::memory_order_acquire)) return false;
+    e = std::move(*ptr());
+    ptr()->~exception_ptr();
+    /* Release: the next capture's construction comes after this destruction. */
+    state_.store(NONE, std::memory_order_release);
+    return true;
+  }
   std::exception_ptr *ptr() noexcept {
     return std::launder(reinterpret_cast<std::exception_ptr *>(buf_));
   }
@@ -688,7 +702,8 @@ class pool {
    *  max_threads, (EDEADLK) from one of this pool's workers. */
   void resize(unsigned threads) { detail::check(pool_resize(p_, threads), "pool_resize"); }
   /** pool_wait_idle(), then rethrow the first exception a submitted task
-   *  threw since the last wait_idle(). */
+   *  threw since the last wait_idle(). From several threads at once: each
+   *  waits, and one of them rethrows it. */
   void wait_idle() {
     detail::check(pool_wait_idle(p_), "pool_wait_idle");
     exc_.rethrow();

@@ -55,6 +55,11 @@
  * assigned (no arrays: pass a pointer or a struct; in C++, trivially
  * copyable types, since they share a union in the frame; default member
  * initialisers are allowed, and not run for the frame).
+ * In C++ a task's function must not let an exception leave it: run by a
+ * thief, the exception meets the library's C code and std::terminate()
+ * ends the program; taken back by NAME_sync, it leaves as from a plain
+ * call. Catch it inside, or use wspool::join() or wspool::task_group
+ * (wspool.hpp), which carry exceptions to the waiter.
  * A type written with parentheses or brackets in it (a pointer to a
  * function) needs a typedef first: the macro takes each type as one
  * token sequence and places a name after it.

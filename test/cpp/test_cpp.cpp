@@ -14,7 +14,8 @@
  *  - parallel_reduce: sums, a non-commutative combine (index order kept),
  *    deterministic mode bit-identical across pools;
  *  - task_group: many tasks, nested groups, reuse after an exception;
- *  - submit + wait_idle;
+ *  - submit + wait_idle; wait_idle from two threads at once after a
+ *    task threw: one of them rethrows;
  *  - C errors become wspool::error with the errno value;
  *  - no allocation: join, parallel_for and parallel_reduce make no call to
  *    operator new (counted by a replacement below);
@@ -1430,9 +1431,39 @@ static void case_group() {
   test_group(three);
 }
 
+/* pool::wait_idle from two outside threads at once, after a submitted
+ * task threw: each waits, exactly one rethrows (before, both could take
+ * the one kept exception: a crash, or two catches). Each round the task
+ * has finished (the C wait) before both threads are let go together, so
+ * their rethrows meet; the threads live across rounds. */
+static void wait_idle_together(wspool::pool &p, unsigned long rounds) {
+  std::atomic<unsigned long> go{0}, done{0};
+  std::atomic<int> caught{0};
+  auto waiter = [&] {
+    for (unsigned long r = 1; r <= rounds; r++) {
+      while (go.load() < r) std::this_thread::yield();
+      if (thrown_by([&] { p.wait_idle(); }) == 7) caught++;
+      done++;
+    }
+  };
+  std::thread a(waiter), b(waiter);
+  for (unsigned long r = 1; r <= rounds; r++) {
+    p.submit([] { throw boom(7); });
+    CHECK_OK(pool_wait_idle(p.get()));
+    caught = 0;
+    go = r;
+    while (done.load() < 2 * r) std::this_thread::yield();
+    CHECK_EQ(caught.load(), 1);
+  }
+  a.join();
+  b.join();
+}
+
 static void case_submit() {
   wspool::pool three(3);
   test_submit(three);
+  wspool::pool two(2);
+  wait_idle_together(two, check_iters(60000));
 }
 
 static void case_errors() { test_errors(); }

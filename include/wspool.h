@@ -899,13 +899,16 @@ POOL_API int pool_group_spawn_drop(pool_group_t *g, pool_fn fn, void *arg, pool_
  *         first failure (pool_fail()); ECANCELED when the group or work it
  *         is nested in was cancelled (children may have been skipped);
  *         EINVAL for NULL \p g or an uninitialised group; EBUSY while the
- *         group has a continuation (pool_job_after_group()).
+ *         group has a continuation (pool_job_after_group()); EDEADLK from
+ *         the group's own work (a child, or a frame, loop or isolated
+ *         computation inside one), which the wait would wait for.
  */
 POOL_API int pool_group_wait(pool_group_t *g);
 
 /**
  * \brief Cancel the group: children that have not started are skipped
- * (never run), running ones finish, and so does everything nested in them
+ * (never run, but for one a worker was just starting: \ref cancel),
+ * running ones finish, and so does everything nested in them
  * (\ref cancel). Thread-safe and idempotent: any thread, inside or outside
  * the pool, may call it any number of times, concurrently with spawns and
  * with the wait. Lasts until pool_group_wait() returns (which returns
@@ -1053,10 +1056,14 @@ POOL_API int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t
  * the runtime skips what has not started: a group's child (calling its
  * drop function, pool_group_spawn_drop()), a join's half, a loop's
  * subrange (counted in pool_worker_stats_t::skipped and
- * pool_worker_stats_t::skipped_items). It never stops what runs, and never
- * skips a frame (pool_spawn(), POOL_TASK): its caller's pool_sync() uses
- * what it computes, so it always runs, and a long task polls
- * pool_cancelled() instead.
+ * pool_worker_stats_t::skipped_items). "Not started" is decided by the
+ * worker just before it starts the work: a cancel racing that check may
+ * still see, on each worker, the one piece of work it was starting begin
+ * after the cancel returned; that work runs cancelled (pool_cancelled()
+ * is 1 in it) and its unit still ends with ECANCELED. It never stops
+ * what runs, and never skips a frame (pool_spawn(), POOL_TASK): its
+ * caller's pool_sync() uses what it computes, so it always runs, and a
+ * long task polls pool_cancelled() instead.
  *
  * <b>Failure.</b> pool_fail(code) records `code` as the failure of the
  * current unit if it is the first, and cancels the unit. Its wait
@@ -1291,9 +1298,11 @@ POOL_API int pool_job_wait(pool_job_t *job);
 POOL_API int pool_job_status(const pool_job_t *job);
 
 /**
- * \brief Cancel \p job: if its function has not started it never will
- * (status ECANCELED, and every job after it is skipped); if it runs,
- * pool_cancelled() tells it so, and units nested in it are cancelled.
+ * \brief Cancel \p job: if its function has not started it will not
+ * (status ECANCELED, and every job after it is skipped), but for one a
+ * worker was just starting (\ref cancel, "Where cancellation reaches");
+ * if it runs, pool_cancelled() tells it so, units nested in it are
+ * cancelled, and its status is ECANCELED all the same.
  * Thread-safe and idempotent; no effect on a complete job.
  * \param job an initialised job.
  * \return 0; EINVAL for a NULL or uninitialised \p job.

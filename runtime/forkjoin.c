@@ -373,6 +373,22 @@ static void join_run(void *arg) {
   ws_scope_pop(&s);
 }
 
+/* A pool_join from outside, run by a worker of the pool as one frame: the
+ * join as a worker does it (b spawned, a run, b synced). */
+typedef struct join_pair {
+  join_half a, b;
+} join_pair;
+
+static void join_inside(void *arg) {
+  join_pair *j = arg;
+  pool_task_t tb;
+  /* From a worker into its own pool: 0 (a spawn that cannot publish or
+   * grow runs b at once, and the sync finds it done). */
+  (void)pool_spawn(NULL, &tb, join_run, &j->b);
+  join_run(&j->a);
+  pool_sync(&tb);
+}
+
 int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!a || !b) return EINVAL;
   ws_worker *w = ws_self();
@@ -381,27 +397,24 @@ int pool_join(pool_t *pool, pool_fn a, void *a_arg, pool_fn b, void *b_arg) {
   if (!p) return rc;
   ws_ctx unit;
   ws_ctx_init(&unit, ws_ctx_current());
-  join_half ha = {a, a_arg, &unit, false}, hb = {b, b_arg, &unit, true};
-  pool_task_t ta, tb;
-  rc = pool_spawn(p, &tb, join_run, &hb);
-  if (rc) return rc;
   if (w && w->pool == p) {
+    join_half ha = {a, a_arg, &unit, false}, hb = {b, b_arg, &unit, true};
+    pool_task_t tb;
+    rc = pool_spawn(p, &tb, join_run, &hb);
+    if (rc) return rc;
     join_run(&ha);
     pool_sync(&tb);
     return ws_ctx_result(&unit);
   }
   /* From outside the pool both halves run on its workers, so that what
-   * they spawn (a NULL pool means "my pool" there) stays in this pool. */
-  ha.frame = true;
-  if (pool_spawn(p, &ta, join_run, &ha) != 0) {
-    ha.frame = false;
-    /* b is queued already: wait for it, then run a here. */
-    pool_sync(&tb);
-    join_run(&ha);
-  } else {
-    pool_sync(&ta);
-    pool_sync(&tb);
-  }
+   * they spawn (a NULL pool means "my pool" there) stays in this pool; in
+   * one frame, which the pool takes whole or refuses (a destroy that
+   * began: ESHUTDOWN, neither half run). */
+  join_pair j = {{a, a_arg, &unit, false}, {b, b_arg, &unit, true}};
+  pool_task_t t;
+  rc = pool_spawn(p, &t, join_inside, &j);
+  if (rc) return rc;
+  pool_sync(&t);
   return ws_ctx_result(&unit);
 }
 
@@ -637,6 +650,11 @@ int pool_group_wait(pool_group_t *pg) {
   if (g->magic != GROUP_TAG(g)) return EINVAL;
   /* Relaxed: only a concurrent wait (the misuse) races with it. */
   if (ws_i64_load(&g->pending, ws_relaxed) & GROUP_CONT) return EBUSY;
+  /* From inside the group's own work (a child, what a child spawned or
+   * runs in a loop; they are all in units nested in the group's), the
+   * wait would wait for its caller. */
+  for (const ws_ctx *c = ws_ctx_current(); c; c = c->parent)
+    if (c == &g->unit) return EDEADLK;
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");
   uint64_t at = ws_prof_wait_begin(g->pool);

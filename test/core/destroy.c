@@ -10,7 +10,9 @@
  *     varied worker counts and loads, including destroy right after create
  *     and destroy of a pool that never got work.
  *  5. Two destroys at once: the one that comes second gets ESHUTDOWN.
- * Cases: queued, asleep, drain_submits, churn, destroy_twice. */
+ *  6. pool_join from outside racing destroy: refused whole, or both halves
+ *     run on the pool's workers.
+ * Cases: queued, asleep, drain_submits, churn, destroy_twice, join_destroy. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -226,5 +228,61 @@ static void case_destroy_twice(void) {
   for (unsigned long c = 0; c < check_iters(20); c++) test_destroy_twice(1 + (unsigned)(c % 3));
 }
 
+/* 6. pool_join from an outside thread racing destroy: refused whole
+ * (ESHUTDOWN, neither half run) or run whole, both halves on the pool's
+ * workers (before, b could be accepted and a refused, then run on the
+ * caller: 0.4-3 % of rounds here). A joiner joins until refused. */
+typedef struct join_half_rec {
+  pool_t *pool;
+  atomic_int ran, in_pool;
+} join_half_rec;
+static void join_half_mark(void *arg) {
+  join_half_rec *h = arg;
+  atomic_fetch_add(&h->ran, 1);
+  atomic_store(&h->in_pool, pool_current() == h->pool && pool_worker_id() >= 0);
+}
+enum { JOINS = 64 };
+typedef struct joiner {
+  pool_t *pool;
+  atomic_int go;
+  int n, rc[JOINS];
+  join_half_rec a[JOINS], b[JOINS];
+} joiner;
+static void *join_until_refused(void *arg) {
+  joiner *j = arg;
+  while (!atomic_load(&j->go)) sched_yield();
+  for (int i = 0; i < JOINS; i++) {
+    j->a[i].pool = j->b[i].pool = j->pool;
+    j->rc[i] = pool_join(j->pool, join_half_mark, &j->a[i], join_half_mark, &j->b[i]);
+    j->n = i + 1;
+    if (j->rc[i] != 0) break;
+  }
+  return NULL;
+}
+static void case_join_destroy(void) {
+  for (unsigned long r = 0; r < check_iters(1000); r++) {
+    joiner *j = calloc(1, sizeof *j);
+    CHECK(j != NULL);
+    j->pool = make_pool(2);
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, join_until_refused, j));
+    atomic_store(&j->go, 1);
+    busy((unsigned)(r % 64) * 50);
+    CHECK_OK(pool_destroy(j->pool));
+    CHECK_OK(pthread_join(th, NULL));
+    for (int i = 0; i < j->n; i++) {
+      int ra = atomic_load(&j->a[i].ran), rb = atomic_load(&j->b[i].ran);
+      if (j->rc[i] == 0) {
+        CHECK(ra == 1 && rb == 1);
+        CHECK(atomic_load(&j->a[i].in_pool) && atomic_load(&j->b[i].in_pool));
+      } else {
+        CHECK_EQ(j->rc[i], ESHUTDOWN);
+        CHECK(ra == 0 && rb == 0);
+      }
+    }
+    free(j);
+  }
+}
+
 TEST_MAIN(200, TEST_CASE(queued), TEST_CASE(asleep), TEST_CASE(drain_submits), TEST_CASE(churn),
-          TEST_CASE(destroy_twice))
+          TEST_CASE(destroy_twice), TEST_CASE(join_destroy))

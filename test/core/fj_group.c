@@ -11,9 +11,11 @@
  *    parent waits: the wait covers them too (they are spawned before the
  *    spawning child finishes);
  *  - pool_group_init(g, NULL): inside = the caller's pool, outside = the
- *    default pool (each child checks pool_current()).
- * Cases: flat, nested, selfspawn (each on pools of 1, 2 and 4 workers),
- * null_pool. */
+ *    default pool (each child checks pool_current());
+ *  - a wait for the group from its own work (a child, a frame, a loop body,
+ *    an isolated computation in a child) is EDEADLK, at once.
+ * Cases: flat, nested, selfspawn, selfwait (each on pools of 1, 2 and 4
+ * workers), null_pool. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -217,8 +219,52 @@ static void selfspawns(pool_t *pool) {
   CHECK_EQ(atomic_load(&wrong_pool), 0);
 }
 
+/* A wait for the group from its own work returns EDEADLK at once: from a
+ * child, from a frame a child spawned (run by a thief or taken back), from
+ * a loop body in a child, from an isolated computation in a child. A wait
+ * there for another group (one a child made) is fine. */
+static pool_group_t selfg;
+static atomic_int self_rcs[4], self_inner_rc;
+static void self_frame(void *p) {
+  (void)p;
+  atomic_store(&self_rcs[1], pool_group_wait(&selfg));
+}
+static void self_body(size_t b, size_t e, void *ctx) {
+  (void)e, (void)ctx;
+  if (b == 0) atomic_store(&self_rcs[2], pool_group_wait(&selfg));
+}
+static void self_iso(void *p) {
+  (void)p;
+  atomic_store(&self_rcs[3], pool_group_wait(&selfg));
+}
+static void self_leaf(void *p) { (void)p; }
+static void self_child(void *p) {
+  (void)p;
+  atomic_store(&self_rcs[0], pool_group_wait(&selfg));
+  pool_task_t f;
+  CHECK_OK(pool_spawn(NULL, &f, self_frame, NULL));
+  CHECK_OK(pool_sync(&f));
+  CHECK_OK(pool_parallel_for(NULL, 0, 8, 1, self_body, NULL));
+  CHECK_OK(pool_isolate(self_iso, NULL));
+  pool_group_t inner;
+  CHECK_OK(pool_group_init(&inner, NULL));
+  CHECK_OK(pool_group_spawn(&inner, self_leaf, NULL));
+  atomic_store(&self_inner_rc, pool_group_wait(&inner));
+}
+static void selfwaits(pool_t *pool) {
+  for (int i = 0; i < 4; i++) atomic_store(&self_rcs[i], -1);
+  atomic_store(&self_inner_rc, -1);
+  CHECK_OK(pool_group_init(&selfg, pool));
+  CHECK_OK(pool_group_spawn(&selfg, self_child, NULL));
+  CHECK_OK(pool_group_wait(&selfg));
+  for (int i = 0; i < 4; i++) CHECK_EQ(atomic_load(&self_rcs[i]), EDEADLK);
+  CHECK_EQ(atomic_load(&self_inner_rc), 0);
+}
+
 static void case_flat(void) { ON_POOLS(flats, 1, 2, 4); }
+static void case_selfwait(void) { ON_POOLS(selfwaits, 1, 2, 4); }
 static void case_nested(void) { ON_POOLS(nested, 1, 2, 4); }
 static void case_selfspawn(void) { ON_POOLS(selfspawns, 1, 2, 4); }
 
-TEST_MAIN(240, TEST_CASE(flat), TEST_CASE(nested), TEST_CASE(selfspawn), TEST_CASE(null_pool))
+TEST_MAIN(240, TEST_CASE(flat), TEST_CASE(nested), TEST_CASE(selfspawn), TEST_CASE(null_pool),
+          TEST_CASE(selfwait))

@@ -1302,7 +1302,8 @@ POOL_API int pool_job_status(const pool_job_t *job);
  * (status ECANCELED, and every job after it is skipped), but for one a
  * worker was just starting (\ref cancel, "Where cancellation reaches");
  * if it runs, pool_cancelled() tells it so, units nested in it are
- * cancelled, and its status is ECANCELED all the same.
+ * cancelled, and its status is ECANCELED (or its failure, if pool_fail()
+ * came first).
  * Thread-safe and idempotent; no effect on a complete job.
  * \param job an initialised job.
  * \return 0; EINVAL for a NULL or uninitialised \p job.

@@ -98,11 +98,9 @@ static void raise_best(int b) {
 #ifdef BENCH_KNAP_INLINE
 #define KNAP_INLINE inline
 #define KNAP_NAME "bench_knapsack_inline"
-#define KNAP_INLINE_NOTE " (the task's definition inline)"
 #else
 #define KNAP_INLINE
 #define KNAP_NAME "bench_knapsack"
-#define KNAP_INLINE_NOTE ""
 #endif
 
 POOL_STATIC_TASK(int, knap, int, int, int);
@@ -212,9 +210,9 @@ int main(void) {
 #ifndef BENCH_HAVE_OPENMP
   nv = V_OMP1;
 #endif
-  printf("%s: %d items, capacity %d, branch and bound, a task per branch%s\n"
+  printf("%s: %d items, capacity %d, branch and bound, a task per branch\n"
          "%d runs each, interleaved; seconds, median [min, max]\n\n",
-         KNAP_NAME, n, capacity, KNAP_INLINE_NOTE, runs);
+         KNAP_NAME, n, capacity, runs);
   double t[NV][BENCH_MAX_RUNS], med[NV];
   for (int v = 0; v < nv; v++) run(v); /* warm-up; the sequential run sets the answer */
   for (int r = 0; r < runs; r++)

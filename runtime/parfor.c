@@ -436,29 +436,27 @@ int pool_parallel_reduce(pool_t *pool, size_t begin, size_t end, size_t grain,
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
-  /* Refused (wspool.h, \ref errors): *result untouched. */
-  if (ws_pool_forked(p)) return EOWNERDEAD;
-  size_t n = end - begin;
-  red_ctx c = {r, begin, n, 0, 0, NULL};
-  if (n) {
-    size_t target = r->deterministic ? RED_DETERMINISTIC_BLOCKS
-                                     : (size_t)p->nthreads * RED_BLOCKS_PER_WORKER;
-    c.bs = n / target + (n % target != 0);
-    if (c.bs < grain) c.bs = grain;
-    c.nblocks = nchunks(n, c.bs);
-    if (c.nblocks > SIZE_MAX / r->size) return ENOMEM;
-  }
   /* The accumulators come from the pool's allocator: from outside, inside
    * its gate, so that destroy cannot begin (and a new pool take the
-   * struct, with other hooks) between the allocation and its free. */
+   * struct, with other hooks) between the allocation and its free. The
+   * gate also refuses a destroyed pool and one of the parent after a fork
+   * (wspool.h, \ref errors): *result untouched. */
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
   if (!inside && (rc = ws_enter(p)) != 0) return rc;
+  size_t n = end - begin;
+  size_t target = r->deterministic ? RED_DETERMINISTIC_BLOCKS
+                                   : (size_t)p->nthreads * RED_BLOCKS_PER_WORKER;
+  size_t bs = n / target + (n % target != 0);
+  if (bs < grain) bs = grain;
+  red_ctx c = {r, begin, n, bs, n ? nchunks(n, bs) : 0, NULL};
   if (n == 0) {
     memcpy(result, r->identity, r->size);
     rc = 0;
+  } else if (c.nblocks > SIZE_MAX / r->size) {
+    rc = ENOMEM;
   } else if ((c.accs = ws_mem_alloc(&p->mem, c.nblocks * r->size)) != NULL) {
-    pf_job job = {.body = red_body, .ctx = &c, .block = c.bs, .items = n};
+    pf_job job = {.body = red_body, .ctx = &c, .block = bs, .items = n};
     bool ran = false;
     rc = parfor(p, 0, c.nblocks, 1, &job, &ran);
     /* Run (or failed or cancelled on the way: the identity, as the header

@@ -96,16 +96,15 @@ static int64_t lost_ns(void) {
   return (int64_t)now_ns() - ((int64_t)t.tv_sec * 1000000000 + t.tv_nsec);
 }
 static calm_mark calm(void) { return (calm_mark){switches(), lost_ns()}; }
-static void check_unpreempted(calm_mark since) {
-  if (since.sw < 0 || since.lost == INT64_MIN || switches() != since.sw ||
-      lost_ns() - since.lost > LOST_NS)
-    atomic_store(&disturbed, 1);
-}
-/* The same by lost time alone, for a long stretch (a whole root): short
+/* By lost time alone, for a long stretch (a whole root): short
  * preemptions there are common (several per 100 ms root here, most under
  * 30 us) and cannot take a profile past its bound; their total can. */
 static void check_lost(calm_mark since) {
   if (since.lost == INT64_MIN || lost_ns() - since.lost > LOST_NS) atomic_store(&disturbed, 1);
+}
+static void check_unpreempted(calm_mark since) {
+  if (since.sw < 0 || switches() != since.sw) atomic_store(&disturbed, 1);
+  check_lost(since);
 }
 
 /* Each case's attempt on a pool: after a warm-up, up to ATTEMPTS until one

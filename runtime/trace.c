@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,12 +132,14 @@ static void trace_at_exit(void) {
 /* The trace file, as a stream on a file this process created: made with
  * O_CREAT | O_EXCL under a name of its own beside `path` (an existing file
  * or symbolic link of that name fails the open rather than being followed),
- * then renamed to `path`. A file already at `path` is so replaced as a
- * directory entry, never opened, truncated or written: its other hard links
- * keep their content, and a symbolic link there is replaced, not followed.
- * rename() succeeds only where the process may replace the entry anyway
- * (the directory's write permission and sticky bit decide), as `mv` would.
- * NULL with errno set on failure, and nothing is left behind. */
+ * then renamed to `path`. A regular file already at `path` is so replaced
+ * as a directory entry, never opened, truncated or written: its other hard
+ * links keep their content. (trace_init leaves anything else at `path`
+ * alone; an entry swapped in since is replaced, not followed, which harms
+ * no other file.) rename() succeeds only where the process may replace the
+ * entry anyway (the directory's write permission and sticky bit decide),
+ * as `mv` would. NULL with errno set on failure, and nothing is left
+ * behind. */
 static FILE *create_trace_file(const char *path) {
   size_t size = strlen(path) + 32;
   char *tmp = malloc(size);
@@ -165,6 +168,18 @@ static FILE *create_trace_file(const char *path) {
 static void trace_init(void) {
   const char *path = ws_option_str(WS_OPT_TRACE);
   if (!path) return;
+  /* Only a regular file is replaced. Anything else of that name (a
+   * symbolic link, a device such as /dev/null, a pipe, a directory) is
+   * there for other programs too: replaced, it would be gone for them (as
+   * root, /dev/null would become a file). */
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    fprintf(stderr,
+            "wspool: ignoring WSPOOL_TRACE=\"%s\": it names something other than a regular "
+            "file (a symbolic link, a device, a pipe or a directory), left as it is\n",
+            path);
+    return;
+  }
   FILE *f = create_trace_file(path);
   if (!f) {
     fprintf(stderr, "wspool: ignoring WSPOOL_TRACE=\"%s\": cannot create it (%s)\n", path,

@@ -3,11 +3,14 @@
  * one left alive until exit) and the parent checks the file: a JSON array,
  * a process track per pool, a thread track per worker, exactly one slice per
  * task run, named after the task function, and a complete file at exit.
- * The file is one the process creates, renamed into place: a symbolic link
- * or hard link already at that name leaves its target unchanged.
- * Cases: two_pools, overflow, symlink_replaced, hard_link_kept,
+ * The file is one the process creates, renamed into place: a hard link
+ * already at that name leaves its other names' content unchanged, and
+ * anything there that is not a regular file (a symbolic link, a pipe; a
+ * device such as /dev/null the same way) is left as it is, untraced.
+ * Cases: two_pools, overflow, symlink_kept, fifo_kept, hard_link_kept,
  * cannot_create. */
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <wspool.h>
 
@@ -157,18 +160,22 @@ static void child_small(const char *path) {
   exit(0);
 }
 
-/* WSPOOL_TRACE naming a link to a victim file: `make` creates the link
- * (symlink or link) at a fresh name. The trace replaced the name; the
- * victim keeps its text, and no temporary file is left. */
-static void traced_over_link(int (*make)(const char *target, const char *name)) {
-  char victim[] = "/tmp/wspool-victim-XXXXXX";
-  make_victim(victim);
-  char name[] = "/tmp/wspool-tlink-XXXXXX";
+/* A fresh name in /tmp, nothing there yet (written into `name`). */
+static void fresh_name(char *name) {
   int fd = mkstemp(name);
   CHECK(fd >= 0);
   close(fd);
   CHECK_OK(unlink(name));
-  CHECK_OK(make(victim, name));
+}
+
+/* A file with a second hard link is replaced as a name, not written: the
+ * other link keeps its text, and no temporary file is left. */
+static void case_hard_link_kept(void) {
+  char victim[] = "/tmp/wspool-victim-XXXXXX";
+  make_victim(victim);
+  char name[] = "/tmp/wspool-tlink-XXXXXX";
+  fresh_name(name);
+  CHECK_OK(link(victim, name));
   traced_run_at(child_small, name);
   CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 100);
   check_victim(victim);
@@ -176,13 +183,9 @@ static void traced_over_link(int (*make)(const char *target, const char *name)) 
   unlink(victim);
 }
 
-/* A symbolic link is replaced, not followed. */
-static void case_symlink_replaced(void) { traced_over_link(symlink); }
-
-/* A file with a second hard link is not written: that link keeps its text. */
-static void case_hard_link_kept(void) { traced_over_link(link); }
-
-static void child_cannot_create(const char *path) {
+/* In a child: the work at WSPOOL_TRACE=path runs, untraced, with one line
+ * on stderr, wspool's "ignoring WSPOOL_TRACE" message, saying `why`. */
+static void run_refused(const char *path, const char *why) {
   int fds[2];
   CHECK_OK(pipe(fds));
   CHECK(dup2(fds[1], 2) == 2);
@@ -193,20 +196,65 @@ static void child_cannot_create(const char *path) {
   ssize_t k = read(fds[0], msg, sizeof msg - 1);
   CHECK(k > 0);
   CHECK(strstr(msg, "wspool: ignoring WSPOOL_TRACE=\"") == msg);
-  CHECK(strstr(msg, "cannot create it (No such file or directory)"));
+  CHECK(strstr(msg, why));
+  CHECK(!strchr(msg, '\n') || strchr(msg, '\n') == msg + k - 1); /* one line */
   exit(0);
 }
 
-/* A trace that cannot be created (its directory does not exist): one
- * message, and the program runs untraced. */
-static void case_cannot_create(void) {
+static void child_not_regular(const char *path) {
+  run_refused(path, "it names something other than a regular file");
+}
+
+static void run_child(void (*child)(const char *), const char *path) {
   pid_t pid = fork();
   CHECK(pid >= 0);
-  if (pid == 0) child_cannot_create("/nonexistent-wspool-dir/t.json");
+  if (pid == 0) child(path);
   int status;
   CHECK(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-TEST_MAIN(120, TEST_CASE(two_pools), TEST_CASE(overflow), TEST_CASE(symlink_replaced),
-          TEST_CASE(hard_link_kept), TEST_CASE(cannot_create))
+/* A symbolic link is neither followed nor replaced (it may be /dev/stderr's):
+ * the link and its target stay as they were, and nothing else is made. */
+static void case_symlink_kept(void) {
+  char victim[] = "/tmp/wspool-victim-XXXXXX";
+  make_victim(victim);
+  char name[] = "/tmp/wspool-tlink-XXXXXX";
+  fresh_name(name);
+  CHECK_OK(symlink(victim, name));
+  run_child(child_not_regular, name);
+  char target[sizeof victim + 1] = {0};
+  CHECK_EQ(readlink(name, target, sizeof target - 1), (ssize_t)strlen(victim));
+  CHECK(!strcmp(target, victim));
+  check_victim(victim);
+  CHECK_EQ(count_prefixed(name), 1); /* the link itself, nothing beside it */
+  unlink(name);
+  unlink(victim);
+}
+
+/* A named pipe, standing in for a device such as /dev/null (which a test
+ * must not risk): neither opened nor replaced. */
+static void case_fifo_kept(void) {
+  char name[] = "/tmp/wspool-tfifo-XXXXXX";
+  fresh_name(name);
+  CHECK_OK(mkfifo(name, 0600));
+  run_child(child_not_regular, name);
+  struct stat st;
+  CHECK_OK(lstat(name, &st));
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK_EQ(count_prefixed(name), 1);
+  unlink(name);
+}
+
+static void child_cannot_create(const char *path) {
+  run_refused(path, "cannot create it (No such file or directory)");
+}
+
+/* A trace that cannot be created (its directory does not exist): one
+ * message, and the program runs untraced. */
+static void case_cannot_create(void) {
+  run_child(child_cannot_create, "/nonexistent-wspool-dir/t.json");
+}
+
+TEST_MAIN(120, TEST_CASE(two_pools), TEST_CASE(overflow), TEST_CASE(symlink_kept),
+          TEST_CASE(fifo_kept), TEST_CASE(hard_link_kept), TEST_CASE(cannot_create))

@@ -1515,20 +1515,34 @@ POOL_API int pool_dump_state(int fd);
  * printf("parallelism %.1f\n", pr.parallelism);
  * \endcode
  *  `WSPOOL_PROFILE=1` profiles every pool from creation to destruction
- *  and writes the summary to stderr (and, with `WSPOOL_TRACE`, into the
- *  trace, where runtime/tools/wspool-timeline shows it).
+ *  and writes the summary to stderr when the pool is destroyed (and, with
+ *  `WSPOOL_TRACE`, into the trace, where runtime/tools/wspool-timeline
+ *  shows it): a pool never destroyed, such as the default pool, writes
+ *  none.
  *
  *  What is measured: a spawn forks the clock (child and continuation both
  *  start from the span at the spawn), a sync continues at the larger of the
  *  two; pool_join(), typed tasks and pool_take() are spawns and syncs. A
  *  loop's chunks are independent: its span is the longest chunk's time per
- *  item (so it does not depend on how many workers split it), added to the
- *  caller's. A group child starts at its spawner's span. Submitted tasks and
+ *  item, added to the caller's. That is an estimate of the longest item
+ *  which takes the items of a chunk as alike: an uneven loop's span is too
+ *  short (one slow item among fast ones is averaged over its chunk), and
+ *  as chunks shrink with more workers, the estimate can move with their
+ *  number. A group child starts at its spawner's span. Submitted tasks and
  *  jobs are separate computations from 0, and so is each blocking call of a
  *  thread other than the one that called pool_profile_begin(). The region's
- *  span is the longest of all. Time spent waiting (a sync, a wait, a
- *  submission waiting for room), stealing or in the runtime's own code (a
- *  spawn's publication, a submission, a job's start) counts in neither.
+ *  span is the longest of all. Only fork/join orders strands: a job's
+ *  predecessors, pool_group_wait(), pool_job_wait() and pool_wait_idle()
+ *  are not followed (the waiter goes on at its own span). For a program
+ *  ordered by them the span is a lower bound and the parallelism an upper
+ *  one: five jobs in a chain, each after the last, read parallelism 5.
+ *  Time spent waiting (a sync, a wait, a submission waiting for room),
+ *  stealing or in the runtime's own code (a spawn's publication, a
+ *  submission, a job's start) counts in neither. Work begun before the
+ *  region (a frame spawned, or a task started, in an earlier region or
+ *  while none was open) adds what it does while the region is open to the
+ *  work, and its span to none; a group child spawned before the region
+ *  and run in it still starts at its spawner's span.
  *
  *  Cost: off, nothing on the inline paths and one load on the slow ones.
  *  On, every spawn is published (as under a trace) and each spawn, sync and
@@ -1545,8 +1559,10 @@ POOL_API int pool_dump_state(int fd);
 /** A region's work/span summary. Times in seconds. */
 typedef struct pool_profile {
   double work;                 /**< T1: the time of every strand of the region */
-  double span;                 /**< Tinf: the longest chain of dependent strands */
-  double parallelism;          /**< work / span: the most speedup any P can give */
+  double span;                 /**< Tinf: the longest chain of dependent strands
+                                    (fork/join dependence: see above) */
+  double parallelism;          /**< work / span: the most speedup any P can give
+                                    (for fork/join; an upper bound otherwise) */
   double burdened_span;        /**< span plus steal_cost for each continuation on
                                     its path (a place a steal could cost) */
   double burdened_parallelism; /**< work / burdened_span */
@@ -1589,7 +1605,9 @@ POOL_API int pool_profile_begin(pool_t *pool);
  *         \p pool was begun by this thread (none, another thread's,
  *         `WSPOOL_PROFILE`'s, or one that pool_destroy() ended: a region
  *         left open at destroy is dropped, and its thread may begin another);
- *         ESHUTDOWN for a pool being destroyed.
+ *         ESHUTDOWN for a pool being destroyed; EOWNERDEAD for a pool of
+ *         the parent process (a region open at fork() is the parent's: the
+ *         child may begin its own on its own pools).
  */
 POOL_API int pool_profile_end(pool_t *pool, pool_profile_t *out);
 

@@ -508,9 +508,10 @@ static bool child_run(ws_group *g, pool_fn fn, pool_fn drop, void *arg, ws_worke
   if (__builtin_expect(ws_prof_on(g->pool), 0)) {
     /* From its spawner's span; its end counts in the region's span
      * (profile.h: a group's wait does not take it up). */
+    uint32_t gen = ws_prof_gen(g->pool);
     ws_strand old = ws_prof_task_begin(g->pool, w, prof_at);
     fn(arg);
-    ws_prof_max(&g->pool->prof.comp, ws_prof_task_end(old));
+    ws_prof_comp(g->pool, gen, ws_prof_task_end(old));
   } else {
     fn(arg);
   }

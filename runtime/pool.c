@@ -661,6 +661,8 @@ static void atfork_parent(void) {
 static void atfork_child(void) {
   ws_fork_gen++;
   if (ws_self()) ws_set_self(NULL);
+  /* A profile's strand is of the parent's pool: the child may begin its own. */
+  ws__strand = (ws_strand){0};
   struct pool *d = ws_ptr_load(&default_pool, ws_relaxed);
   if (d) {
     d->next_free = default_orphans;
@@ -940,6 +942,7 @@ int pool_profile_end(pool_t *pool, pool_profile_t *out) {
   struct pool *p = ws_resolve_err(pool, &rc);
   if (!p) return rc;
   if (!out) return EINVAL;
+  if (ws_pool_forked(p)) return EOWNERDEAD;
   if (!ws_prof_root_live() || ws__strand.pool != p) return ENOENT;
   if ((rc = ws_enter(p)) != 0) {
     ws__strand = (ws_strand){0};

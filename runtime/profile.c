@@ -27,6 +27,7 @@ bool ws_prof_spawn(struct pool *p, ws_worker *w, uint64_t x, void (**fn)(void *)
   r->arg = *arg;
   r->pool = p;
   r->at = at;
+  r->gen = ws_prof_gen(p);
   *fn = ws_prof_child;
   *arg = r;
   return true;
@@ -37,6 +38,9 @@ void ws_prof_sync_end(ws_prof_rec *r, ws_worker *w, void (**fn)(void *), void **
   uint64_t end = r->at;
   *fn = r->fn;
   *arg = r->arg;
+  /* A child spawned in an earlier region ends in none: its span is not
+   * this region's. */
+  if (r->gen != ws_prof_gen(p)) end = 0;
   ws_node_free(&p->mem, ws_node_of(r), w && w->pool == p ? &w->nodes : NULL);
   /* Last: as a spawn's publication, this bookkeeping is no part of the
    * strand (from outside, after a wake, it and the return took 10-57 us
@@ -57,6 +61,7 @@ static void sums(struct pool *p, uint64_t out[4]) {
  * worker's fast spawn path closed (its next spawn publishes and meets the
  * profile; split.h, ws_fast_open keeps it closed while `on`). */
 void ws_prof_region_start(struct pool *p, bool env) {
+  ws_u32_store(&p->prof.gen, ws_prof_gen(p) + 1, ws_relaxed);
   ws_u64_store(&p->prof.comp, 0, ws_relaxed);
   sums(p, p->prof.base);
   p->prof.env = env;
@@ -66,11 +71,9 @@ void ws_prof_region_start(struct pool *p, bool env) {
   for (unsigned i = 0; i < p->nthreads; i++) ws_ask_publish(p->workers[i]);
 }
 
-/* Switches it off and computes the summary of the region, whose root
- * strand ended at `root` (packed; 0 for none). */
+/* Computes the summary of the region, whose root strand ended at `root`
+ * (packed; 0 for none), and switches it off. */
 void ws_prof_region_finish(struct pool *p, uint64_t root, pool_profile_t *out) {
-  ws_ptr_store(&p->prof.root, NULL, ws_relaxed);
-  ws_u32_store(&p->prof_on, 0, ws_relaxed);
   uint64_t now[4], tick1 = ws_prof_now(), ns1 = ws_trace_now();
   sums(p, now);
   double ns_per_tick = 1.0;
@@ -101,6 +104,10 @@ void ws_prof_region_finish(struct pool *p, uint64_t root, pool_profile_t *out) {
   p->prof.result = r;
   p->prof.have = true;
   *out = r;
+  /* Off last: until then another thread's pool_profile_begin fails, so it
+   * cannot reset what is read above. Release: pairs with its acquire. */
+  ws_ptr_store(&p->prof.root, NULL, ws_relaxed);
+  ws_u32_store(&p->prof_on, 0, ws_release);
 }
 
 void ws_prof_env_begin(struct pool *p) {

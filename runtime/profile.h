@@ -22,7 +22,8 @@
  * workers), added to the caller's. Submitted tasks and jobs are separate
  * computations, from 0; group children start at their spawner's span; the
  * ends of both go to the pool's `comp` maximum, which the region's span
- * includes.
+ * includes, when they began in that region (`gen`, ws_prof_comp): one
+ * begun earlier adds its time to the work and its span to no region.
  *
  * Off, the cost is one relaxed load of `on` in the slow paths (spawn's
  * publication, sync off the inline path, a loop, a submitted task's run):
@@ -81,9 +82,20 @@ static inline bool ws_prof_root_live(void) {
   return false;
 }
 
+/* The pool of the calling thread's strand, NULL for none: a root strand
+ * whose region is over is dropped first, so that nothing it measures goes
+ * to the region of a later pool in the same struct. */
+static inline struct pool *ws_prof_strand_pool(void) {
+  return ws__strand.pool && ws_prof_root_live() ? ws__strand.pool : NULL;
+}
+
 /* Is the profile of p on? Relaxed: a switch read at each decision, which
  * begin and end make only while the region's work is not running. */
 static inline bool ws_prof_on(struct pool *p) { return ws_u32_load(&p->prof_on, ws_relaxed) != 0; }
+
+/* p's region count now. Relaxed: read at a strand's start and end, which
+ * a region's begin and end (the thread that calls them) bracket. */
+static inline uint32_t ws_prof_gen(struct pool *p) { return ws_u32_load(&p->prof.gen, ws_relaxed); }
 
 /* Ends the calling thread's running segment at x (a strand of a profiled
  * pool must be running). */
@@ -128,12 +140,19 @@ static inline uint64_t ws_prof_task_end(ws_strand old) {
   return end;
 }
 
+/* A computation's end (packed) into the region's span, if the region it
+ * began in (gen) is still p's: one begun before the region is not its. */
+static inline void ws_prof_comp(struct pool *p, uint32_t gen, uint64_t end) {
+  if (gen == ws_prof_gen(p)) ws_prof_max(&p->prof.comp, end);
+}
+
 /* Runs fn(arg) on worker w as a separate computation of p (a submitted
  * task, a job), its span from 0 into the pool's maximum. */
 static inline void ws_prof_run_apart(struct pool *p, ws_worker *w, void (*fn)(void *), void *arg) {
+  uint32_t gen = ws_prof_gen(p);
   ws_strand old = ws_prof_task_begin(p, w, 0);
   fn(arg);
-  ws_prof_max(&p->prof.comp, ws_prof_task_end(old));
+  ws_prof_comp(p, gen, ws_prof_task_end(old));
 }
 
 /* fn(arg), a submitted task or a job, on worker w of its pool. */
@@ -149,7 +168,7 @@ static inline void ws_prof_run_task(ws_worker *w, void (*fn)(void *), void *arg)
  * span; or 0 when the thread runs no strand of p (then the operation is a
  * computation of its own, ws_prof_resume gives its end to `comp`). */
 static inline uint64_t ws_prof_pause_at(struct pool *p, uint64_t x) {
-  if (ws__strand.pool != p) return 0;
+  if (ws_prof_strand_pool() != p) return 0;
   ws_prof_cut(x);
   return ws_prof_pack(ws__strand.span, ws__strand.conts);
 }
@@ -157,7 +176,7 @@ static inline uint64_t ws_prof_pause(struct pool *p) { return ws_prof_pause_at(p
 /* The time a spawn entered the runtime, when the calling thread runs a
  * strand (a TLS test otherwise): its cut is there, not after the checks
  * that come before the pool is known. */
-static inline uint64_t ws_prof_entry(void) { return ws__strand.pool ? ws_prof_now() : 0; }
+static inline uint64_t ws_prof_entry(void) { return ws_prof_strand_pool() ? ws_prof_now() : 0; }
 /* After it: the caller's strand continues at the larger of its own span
  * and `end` (packed). */
 static inline void ws_prof_resume(struct pool *p, uint64_t end) {
@@ -186,7 +205,7 @@ static inline uint64_t ws_prof_fork(struct pool *p, uint64_t x) {
  * pool_group_wait, pool_job_wait): its time counts in neither work nor
  * span. A thread-local test when the thread runs no strand of p. */
 static inline uint64_t ws_prof_wait_begin(struct pool *p) {
-  return ws__strand.pool == p ? ws_prof_pause(p) : 0;
+  return ws_prof_strand_pool() == p ? ws_prof_pause(p) : 0;
 }
 static inline void ws_prof_wait_end(struct pool *p, uint64_t at) {
   if (ws__strand.pool == p) ws_prof_resume(p, at);
@@ -201,7 +220,7 @@ static inline void ws_prof_resume_own(struct pool *p) { ws_prof_wait_end(p, 0); 
  * its span as it was. Whatever pool the call was for, the time is the
  * runtime's; a strand ended meanwhile (its pool destroyed) is left alone. */
 static inline void ws_prof_skip(uint64_t x) {
-  if (__builtin_expect(x != 0, 0) && ws__strand.pool) {
+  if (__builtin_expect(x != 0, 0) && ws_prof_strand_pool()) {
     ws_prof_cut(x);
     ws__strand.t0 = ws_prof_now();
   }
@@ -220,7 +239,8 @@ typedef struct ws_prof_rec {
   void (*fn)(void *);
   void *arg;
   struct pool *pool;
-  uint64_t at; /* packed: the spawn's span, then the child's end span */
+  uint64_t at;  /* packed: the spawn's span, then the child's end span */
+  uint32_t gen; /* the region of the spawn (ws_prof_comp) */
 } ws_prof_rec;
 /* A profiled frame's function (split.c): the record's fn(arg) as a strand. */
 void ws_prof_child(void *rec);

@@ -238,6 +238,7 @@ struct pool {
    * separate computations, and by a region's begin and end. */
   struct {
     WS_ALIGNED ws_u64 comp;       /* packed: the longest separate computation */
+    ws_u32 gen;                   /* regions begun: an end counts in its own only */
     ws_u64 out_work, out_tasks;   /* outside threads' strands */
     bool env;                     /* begun by WSPOOL_PROFILE, at create */
     ws_ptr root; /* the ws__strand of pool_profile_begin's thread, or NULL */

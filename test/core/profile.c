@@ -19,7 +19,10 @@
  * cost: span = one item), submit (independent submitted tasks), bounded
  * (submissions that wait for room: the wait is no part of the root), group
  * (children from the root), typed (POOL_TASK through pool_take), errors
- * (every documented code), env (WSPOOL_PROFILE's report on stderr). */
+ * (every documented code), regions (two threads taking turns; a task
+ * begun before its sync's region; a region a destroy ended, then a new
+ * pool in its struct: nothing of one region in another's summary), fork
+ * (a region open across fork), env (WSPOOL_PROFILE's report on stderr). */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 #include <wspool.h>
 #include <wspool_typed.h>
@@ -619,6 +624,167 @@ static void case_errors(void) {
   CHECK_OK(pool_destroy(b));
 }
 
+/* ---- Regions one after another ------------------------------------------ */
+
+/* A region's summary that cannot be right whatever the timing: no work
+ * while a task ran, or a span longer than the work. */
+static void check_sane(const pool_profile_t *pr, uint64_t tasks) {
+  CHECK_EQ(pr->tasks, tasks);
+  CHECK(pr->work > 0);
+  CHECK(pr->span <= pr->work * 1.000001 + 1e-7);
+}
+
+static void short_task(void *arg) {
+  (void)arg;
+  (void)spin(20000);
+}
+
+/* Two threads take turns at regions of one pool: each region's summary is
+ * computed before the next region may begin (it reset the counters the
+ * summary was still reading). */
+enum { TURNS = 1500 };
+
+static void *regions_turns(void *arg) {
+  pool_t *pool = arg;
+  for (int i = 0; i < TURNS; i++) {
+    int rc;
+    while ((rc = pool_profile_begin(pool)) == EBUSY) sched_yield();
+    CHECK_OK(rc);
+    pool_task_t f;
+    CHECK_OK(pool_spawn(pool, &f, short_task, NULL));
+    CHECK_OK(pool_sync(&f));
+    pool_profile_t pr;
+    CHECK_OK(pool_profile_end(pool, &pr));
+    check_sane(&pr, 1);
+  }
+  return NULL;
+}
+
+/* An outside thread spawns a task in one region and syncs it in the next,
+ * the task done in between: it is no part of that region, so neither is
+ * its span. */
+static pool_t *old_pool;
+static atomic_int old_phase, old_done;
+
+static void long_task(void *arg) {
+  (void)arg;
+  (void)spin(30000000);
+  atomic_store(&old_done, 1);
+}
+
+static void *old_child_thread(void *arg) {
+  (void)arg;
+  while (atomic_load(&old_phase) < 1) sched_yield();
+  pool_task_t f;
+  CHECK_OK(pool_spawn(old_pool, &f, long_task, NULL));
+  atomic_store(&old_phase, 2);
+  while (atomic_load(&old_phase) < 3) sched_yield();
+  CHECK_OK(pool_sync(&f));
+  atomic_store(&old_phase, 4);
+  return NULL;
+}
+
+/* A thread whose region a destroy ended, idle, then calls a pool while
+ * another thread profiles a new pool (in the destroyed one's struct, as
+ * pool_create reuses it): its idle time is nobody's work. */
+static pool_t *stale_a;
+static atomic_int stale_phase;
+
+static void nothing(void *arg) { (void)arg; }
+
+static void *stale_thread(void *arg) {
+  pool_t *other = arg;
+  CHECK_OK(pool_profile_begin(stale_a));
+  atomic_store(&stale_phase, 1);
+  while (atomic_load(&stale_phase) < 2) sched_yield();
+  sleep_ms(200);
+  CHECK_OK(pool_submit(other, nothing, NULL)); /* its strand's cut, if kept */
+  CHECK_OK(pool_wait_idle(other));
+  atomic_store(&stale_phase, 3);
+  return NULL;
+}
+
+static void case_regions(void) {
+  pool_t *pool = make_pool(2);
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) CHECK_OK(pthread_create(&t[i], NULL, regions_turns, pool));
+  for (int i = 0; i < 2; i++) CHECK_OK(pthread_join(t[i], NULL));
+
+  old_pool = pool;
+  atomic_store(&old_phase, 0);
+  atomic_store(&old_done, 0);
+  pthread_t x;
+  CHECK_OK(pthread_create(&x, NULL, old_child_thread, NULL));
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_begin(pool));
+  atomic_store(&old_phase, 1);
+  while (atomic_load(&old_phase) < 2) sched_yield();
+  CHECK_OK(pool_profile_end(pool, &pr));
+  while (!atomic_load(&old_done)) sched_yield(); /* finished, not synced */
+  CHECK_OK(pool_profile_begin(pool));
+  atomic_store(&old_phase, 3);
+  while (atomic_load(&old_phase) < 4) sched_yield();
+  pool_task_t f;
+  CHECK_OK(pool_spawn(pool, &f, short_task, NULL));
+  CHECK_OK(pool_sync(&f));
+  CHECK_OK(pool_profile_end(pool, &pr));
+  check_sane(&pr, 1);
+  CHECK_OK(pthread_join(x, NULL));
+  CHECK_OK(pool_destroy(pool));
+
+  pool_t *other = make_pool(1);
+  stale_a = make_pool(1);
+  atomic_store(&stale_phase, 0);
+  CHECK_OK(pthread_create(&x, NULL, stale_thread, other));
+  while (atomic_load(&stale_phase) < 1) sched_yield();
+  CHECK_OK(pool_destroy(stale_a));
+  pool_t *b = make_pool(1);
+  uint64_t t0 = now_ns();
+  CHECK_OK(pool_profile_begin(b));
+  atomic_store(&stale_phase, 2);
+  while (atomic_load(&stale_phase) < 3) sched_yield();
+  CHECK_OK(pool_profile_end(b, &pr));
+  double wall = (double)(now_ns() - t0) * 1e-9;
+  /* The root's own time is the region's wall time; the other thread's
+   * 200 ms would make the work about twice that. */
+  CHECK(pr.work <= wall * 1.25);
+  CHECK_OK(pthread_join(x, NULL));
+  CHECK_OK(pool_destroy(b));
+  CHECK_OK(pool_destroy(other));
+}
+
+/* fork() with a region open: the child's calls on the parent's pool are
+ * refused (EOWNERDEAD), and its own pools may be profiled. */
+static void case_fork(void) {
+  /* As in test/fault/fork.c: */
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("fork() of a threaded process under qemu-user");
+  if (TEST_UNDER_ASAN || TEST_UNDER_TSAN) TEST_SKIP("a threaded fork under a sanitizer");
+  pool_t *a = make_pool(1);
+  CHECK_OK(pool_profile_begin(a));
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    pool_profile_t pr;
+    CHECK_EQ(pool_profile_begin(a), EOWNERDEAD);
+    pool_t *c = make_pool(1);
+    CHECK_OK(pool_profile_begin(c)); /* not EBUSY: a's region is not the child's */
+    pool_task_t f;
+    CHECK_OK(pool_spawn(c, &f, short_task, NULL));
+    CHECK_OK(pool_sync(&f));
+    CHECK_OK(pool_profile_end(c, &pr));
+    check_sane(&pr, 1);
+    CHECK_OK(pool_destroy(c));
+    CHECK_EQ(pool_profile_end(a, &pr), EOWNERDEAD);
+    _exit(0);
+  }
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  pool_profile_t pr;
+  CHECK_OK(pool_profile_end(a, &pr));
+  CHECK_OK(pool_destroy(a));
+}
+
 /* ---- WSPOOL_PROFILE ----------------------------------------------------- */
 
 static void env_run(void *arg) {
@@ -650,4 +816,4 @@ static void case_env(void) {
 
 TEST_MAIN(240, TEST_CASE(chain), TEST_CASE(fan), TEST_CASE(fib), TEST_CASE(loop),
           TEST_CASE(submit), TEST_CASE(bounded), TEST_CASE(group), TEST_CASE(typed),
-          TEST_CASE(errors), TEST_CASE(env))
+          TEST_CASE(errors), TEST_CASE(regions), TEST_CASE(fork), TEST_CASE(env))

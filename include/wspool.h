@@ -110,7 +110,8 @@
  * so every pool created before the fork belongs to the parent: every call
  * on it returns EOWNERDEAD (pool_threads(): 0, pool_worker_cpu(): -1)
  * without blocking, and pool_destroy() frees its memory (it joins nothing)
- * and returns 0. The default pool is not inherited: the child's first
+ * and returns 0, or ESHUTDOWN and frees nothing if a destroy of it was
+ * under way in the parent at the fork. The default pool is not inherited: the child's first
  * NULL-pool call creates a fresh one. A thread that forks from inside a
  * task is not a worker in the child (NULL means the default pool there);
  * such a child must not return from that task (exec or _exit instead).
@@ -269,7 +270,9 @@
  * private frame stacks, submit batches, the global queue's rings, group
  * children and their node caches, parallel_for ranges and reduce
  * accumulators, stand-ins, the placement plan and its temporaries; pool_destroy() gives all of it back through `free_fn`, as
- * does pool_destroy() of a pool inherited across fork(), in the child.
+ * does pool_destroy() of a pool inherited across fork(), in the child (but
+ * for the submit batches of tasks that were running or queued at the fork:
+ * the parent's threads held them, and the child cannot find them).
  * Not through the hooks, and not counted by pool_memory():
  * - the pool's control struct (the few KiB `pool_t *` points to), from
  *   posix_memalign: never freed, a later pool_create() reuses it (\ref
@@ -278,8 +281,9 @@
  *   process) and every allocation inside hwloc; the lists of
  *   WSPOOL_TRACE, its per-worker trace buffers and the file's; the busy
  *   set of a `-Ddebug_checks=true` build;
- * - the C library's own: thread stacks (of pool_config_t::stack_size) and
- *   thread control blocks, and the CPU sets of sched_getaffinity() and
+ * - thread stacks (of pool_config_t::stack_size, mapped by the library with
+ *   mmap), the C library's thread control blocks, the chunks of a thread's
+ *   frame stack (pool_frame_push(), typed tasks' NAME_push), and the CPU sets of sched_getaffinity() and
  *   binding (CPU_ALLOC, freed before the call returns), including the
  *   one pool_create() reads before the pool exists (its CPU count, for
  *   `threads = 0` and the idle poll);

@@ -98,6 +98,7 @@ static void move_ring(ws_gqueue *q, ws_gitem *ring, size_t cap) {
 
 /* Room for `more` entries: doubles the ring as often as needed. */
 static int reserve(ws_gqueue *q, size_t more) {
+  if (more > SIZE_MAX / 2 / sizeof(ws_gitem) - q->count) return ENOMEM; /* no wrap below */
   if (q->count + more <= q->cap) return 0;
   size_t cap = q->cap;
   while (cap < q->count + more) {

@@ -547,6 +547,10 @@ int pool_destroy(pool_t *pool) {
   if (self && self->pool == p) return EDEADLK;
   if (p->is_default) return EINVAL;
   if (ws_pool_forked(p)) {
+    /* Closed in the parent: a destroy there was under way (its memory
+     * partly freed, or the struct free already); freeing again here would
+     * free it twice. Relaxed: this thread's own copy of the word. */
+    if (ws_u32_load(&p->gate, ws_relaxed) & WS_GATE_CLOSED) return ESHUTDOWN;
     destroy_forked(p);
     return 0;
   }
@@ -964,13 +968,14 @@ const char *pool_strerror(int err) {
   case EAGAIN: return "try again: a worker thread could not be created, or the pool's queue is at its bound";
   case E2BIG: return "more tasks than the pool's queue bound";
   case ESHUTDOWN: return "the pool is being destroyed";
-  case EDEADLK: return "would deadlock: called from one of the pool's own workers";
+  case EDEADLK: return "would deadlock: called from the work it would wait for (a worker or stand-in of the pool, or the awaited group)";
   case ENOTSUP: return "worker binding is not supported here";
   case EBUSY: return "resource busy";
   case EOWNERDEAD: return "the pool belongs to the parent process (inherited across fork)";
   case ECANCELED: return "the work was cancelled";
   case EALREADY: return "the work had already failed or been cancelled";
   case EINPROGRESS: return "the job has not completed yet";
+  case ENOENT: return "no such thing: nothing of the kind was begun here";
   default: return "unknown error";
   }
 }

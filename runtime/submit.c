@@ -341,7 +341,7 @@ int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   if (n == 1) return ws_submit_one_inside(w, fn, args ? args[0] : NULL);
   int rc;
   if (ws_isolation() && (rc = submit_isolated(w, fn, args, n)) != 1) return rc;
-  size_t nb = (n + WS_BATCH_CAP - 1) / WS_BATCH_CAP;
+  size_t nb = n / WS_BATCH_CAP + (n % WS_BATCH_CAP != 0); /* no wrap near SIZE_MAX */
   ws_task *one[CHUNK];
   ws_task **bs = nb <= CHUNK ? one : ws_mem_alloc(&w->pool->mem, nb * sizeof(*bs));
   if (!bs) return ENOMEM;
@@ -442,7 +442,7 @@ static int bound_admit(struct pool *p, uint64_t n, ws_admit mode) {
   uint64_t q = ws_u64_load(&p->bq_queued, ws_relaxed);
   for (;;) {
     /* Relaxed, as above; a stale q fails the CAS or waits a round. */
-    if (q + n <= max) {
+    if (q <= max && n <= max - q) { /* q + n <= max, without a wrap */
       if (ws_u64_cas(&p->bq_queued, &q, q + n, ws_relaxed)) return 0;
       continue;
     }

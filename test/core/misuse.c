@@ -334,7 +334,8 @@ static void case_strerror(void) {
     CHECK(pool_strerror(odd[i])[0] != '\0');
   }
   /* The documented errors have their own messages. */
-  const int known[] = {EINVAL, ENOMEM, EAGAIN, ESHUTDOWN, EDEADLK, ENOTSUP};
+  const int known[] = {EINVAL,  ENOMEM,     EAGAIN,    ESHUTDOWN, EDEADLK,     ENOTSUP, E2BIG,
+                       EBUSY,   EOWNERDEAD, ECANCELED, EALREADY,  EINPROGRESS, ENOENT};
   const char *unknown = pool_strerror(-12345);
   for (unsigned i = 0; i < sizeof known / sizeof known[0]; i++) {
     CHECK(strcmp(pool_strerror(known[i]), unknown) != 0);

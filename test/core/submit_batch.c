@@ -169,6 +169,34 @@ static void submit_null_args_inside(void *arg) {
   CHECK_OK(pool_submit_n(NULL, count_null, NULL, 3));
 }
 
+/* n near SIZE_MAX is refused whole (ENOMEM), nothing queued: the sizes
+ * computed from it must not wrap. From a worker, and from outside with
+ * entries already waiting in the caller's lane. */
+static atomic_int hold_workers;
+
+static void held(void *arg) {
+  (void)arg;
+  while (atomic_load(&hold_workers)) sched_yield();
+}
+
+static void submit_huge_inside(void *arg) {
+  (void)arg;
+  CHECK_EQ(pool_submit_n(NULL, count_null, NULL, SIZE_MAX), ENOMEM);
+  CHECK_EQ(pool_submit_n(NULL, count_null, NULL, SIZE_MAX - 60), ENOMEM);
+}
+
+static void huge_n(pool_t *p) {
+  CHECK_OK(pool_submit(p, submit_huge_inside, NULL));
+  CHECK_OK(pool_wait_idle(p));
+  atomic_store(&hold_workers, 1);
+  for (unsigned i = 0; i < pool_threads(p); i++) CHECK_OK(pool_submit(p, held, NULL));
+  CHECK_OK(pool_submit(p, count_null, NULL)); /* waits in the lane */
+  CHECK_EQ(pool_submit_n(p, count_null, NULL, SIZE_MAX), ENOMEM);
+  CHECK_EQ(pool_submit_n(p, count_null, NULL, SIZE_MAX - 1), ENOMEM);
+  atomic_store(&hold_workers, 0);
+  CHECK_OK(pool_wait_idle(p));
+}
+
 static void edge_cases(void) {
   atomic_store(&null_calls, 0);
   pool_t *p = make_pool(2);
@@ -179,6 +207,8 @@ static void edge_cases(void) {
   CHECK_OK(pool_submit(p, submit_null_args_inside, NULL));
   CHECK_OK(pool_wait_idle(p));
   CHECK_EQ(atomic_load(&null_calls), 1000 + 1 + 4);
+  huge_n(p);
+  CHECK_EQ(atomic_load(&null_calls), 1000 + 1 + 4 + 1);
   CHECK_OK(pool_destroy(p));
 }
 

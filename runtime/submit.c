@@ -339,9 +339,13 @@ int ws_submit_one_inside(ws_worker *w, pool_fn fn, void *arg) {
 int ws_submit_inside(ws_worker *w, pool_fn fn, void *const *args, size_t n) {
   enum { CHUNK = 64 };
   if (n == 1) return ws_submit_one_inside(w, fn, args ? args[0] : NULL);
+  /* Each task's argument takes a word of a batch: more than half the
+   * address space of them can never fit (and a request that size would
+   * stop a sanitizer's allocator instead of failing). */
+  if (n > SIZE_MAX / 2 / sizeof(void *)) return ENOMEM;
   int rc;
   if (ws_isolation() && (rc = submit_isolated(w, fn, args, n)) != 1) return rc;
-  size_t nb = n / WS_BATCH_CAP + (n % WS_BATCH_CAP != 0); /* no wrap near SIZE_MAX */
+  size_t nb = (n + WS_BATCH_CAP - 1) / WS_BATCH_CAP;
   ws_task *one[CHUNK];
   ws_task **bs = nb <= CHUNK ? one : ws_mem_alloc(&w->pool->mem, nb * sizeof(*bs));
   if (!bs) return ENOMEM;

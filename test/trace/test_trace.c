@@ -65,15 +65,20 @@ static size_t count(const char *text, const char *needle) {
 
 static char text[1 << 24];
 
-/* Run `child` in a fork with WSPOOL_TRACE at `path`; return the file's
- * text (in `text`), and remove the file. */
-static size_t traced_run_at(void (*child)(const char *), const char *path) {
+/* Runs child(path) in a fork, which must exit 0. */
+static void run_child(void (*child)(const char *), const char *path) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) child(path);
   int status;
   CHECK(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Run `child` in a fork with WSPOOL_TRACE at `path`; return the file's
+ * text (in `text`), and remove the file. */
+static size_t traced_run_at(void (*child)(const char *), const char *path) {
+  run_child(child, path);
   FILE *f = fopen(path, "r");
   CHECK(f);
   size_t len = fread(text, 1, sizeof text - 1, f);
@@ -168,14 +173,20 @@ static void fresh_name(char *name) {
   CHECK_OK(unlink(name));
 }
 
+/* A victim file of known text, and `make` (link or symlink) naming it at a
+ * fresh name: both written into the caller's templates. */
+static void link_to_victim(int (*make)(const char *target, const char *name), char *victim,
+                           char *name) {
+  make_victim(victim);
+  fresh_name(name);
+  CHECK_OK(make(victim, name));
+}
+
 /* A file with a second hard link is replaced as a name, not written: the
  * other link keeps its text, and no temporary file is left. */
 static void case_hard_link_kept(void) {
-  char victim[] = "/tmp/wspool-victim-XXXXXX";
-  make_victim(victim);
-  char name[] = "/tmp/wspool-tlink-XXXXXX";
-  fresh_name(name);
-  CHECK_OK(link(victim, name));
+  char victim[] = "/tmp/wspool-victim-XXXXXX", name[] = "/tmp/wspool-tlink-XXXXXX";
+  link_to_victim(link, victim, name);
   traced_run_at(child_small, name);
   CHECK_EQ(count(text, "{\"name\":\"traced_task\",\"cat\":\"task\",\"ph\":\"X\""), 100);
   check_victim(victim);
@@ -205,23 +216,11 @@ static void child_not_regular(const char *path) {
   run_refused(path, "it names something other than a regular file");
 }
 
-static void run_child(void (*child)(const char *), const char *path) {
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) child(path);
-  int status;
-  CHECK(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
-
 /* A symbolic link is neither followed nor replaced (it may be /dev/stderr's):
  * the link and its target stay as they were, and nothing else is made. */
 static void case_symlink_kept(void) {
-  char victim[] = "/tmp/wspool-victim-XXXXXX";
-  make_victim(victim);
-  char name[] = "/tmp/wspool-tlink-XXXXXX";
-  fresh_name(name);
-  CHECK_OK(symlink(victim, name));
+  char victim[] = "/tmp/wspool-victim-XXXXXX", name[] = "/tmp/wspool-tlink-XXXXXX";
+  link_to_victim(symlink, victim, name);
   run_child(child_not_regular, name);
   char target[sizeof victim + 1] = {0};
   CHECK_EQ(readlink(name, target, sizeof target - 1), (ssize_t)strlen(victim));

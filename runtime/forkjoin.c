@@ -227,7 +227,9 @@ static sync_found unwind_to(ws_frame *f, ws_worker *w) {
     ws_run(w, t);
   }
   ws_latch done = ws_latch_value(&f->state, frame_state(f, FRAME_DONE));
-  ws_latch_wait(w->pool, &done, (ws_worker *)ws_ptr_load(&f->thief, ws_relaxed));
+  /* Acquire: pairs with the thief's release store (ws_frame_exec), so the
+   * worker it names, perhaps a stand-in built since, is complete. */
+  ws_latch_wait(w->pool, &done, (ws_worker *)ws_ptr_load(&f->thief, ws_acquire));
   return FOUND_DONE;
 }
 

@@ -356,11 +356,10 @@ static void job_exec(ws_task *t, ws_worker *w) {
     j = q.tail;
     if (!j) return;
     q.tail = NULL;
-    /* A worker beyond a shrunk size stops after the job it ran (the
-     * promise of pool_resize, design.md 10.4): the next one goes on its
-     * deque, where the others take it, as job_settle_all's do. Relaxed: its
-     * own word, as the worker loop reads it between tasks. */
-    if (ws_u32_load(&w->off, ws_relaxed) && ws_push(w, &j->hdr) == 0) return;
+    /* A worker beyond a shrunk size, or a surplus stand-in, stops after
+     * the job it ran: the next one goes on its deque, where the others
+     * take it, as job_settle_all's do. */
+    if (ws_stepping_down(w) && ws_push(w, &j->hdr) == 0) return;
     /* Run next, here: as if popped from the deque. */
     ws_counter_add(&w->stats.local_pops, 1);
     pool__tls.tasks++;

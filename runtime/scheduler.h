@@ -370,6 +370,23 @@ bool ws_submits_idle(struct pool *p);
  * the pool stops and nothing is left to run. */
 void ws_worker_loop(ws_worker *w);
 
+/* A stand-in is surplus when more are awake than threads are blocked in
+ * regions, or than the limit allows (docs/design.md 5.9). Relaxed: a hint,
+ * checked again under the lock before it parks; a stale value keeps a
+ * stand-in awake one task or one idle search longer. */
+static inline bool ws_standin_surplus(struct pool *p) {
+  uint32_t a = ws_u32_load(&p->active, ws_relaxed);
+  return a > ws_u32_load(&p->blocked, ws_relaxed) || a > ws_u32_load(&p->standin_limit, ws_relaxed);
+}
+/* True when w must go back to its loop after the task it ran instead of
+ * running the next one in hand (a job's successor, a submit batch's next
+ * entry): a worker beyond a shrunk size (pool_resize's promise, design.md
+ * 10.4), or a stand-in no region needs any more (5.9). Relaxed `off`: its
+ * own word, as the worker loop reads it between tasks. */
+static inline bool ws_stepping_down(const ws_worker *w) {
+  return ws_u32_load(&w->off, ws_relaxed) || (w->standin && ws_standin_surplus(w->pool));
+}
+
 /* Stand-in slots filled so far (docs/design.md 5.9); 0 for a pool that
  * never had one, at the cost of one relaxed load. Acquire when non-zero:
  * pairs with the release store after the slot was filled, so the slots

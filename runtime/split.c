@@ -89,7 +89,11 @@ void ws_prof_child(void *rec) {
 void ws_frame_exec(ws_task *t, ws_worker *w) {
   ws_frame *f = (ws_frame *)t;
   WS_ASSERT(ws_u32_load(&f->state, ws_relaxed) == frame_state(f, FRAME_SPAWNED));
-  ws_ptr_store(&f->thief, w, ws_relaxed);
+  /* Release: the owner's sync loads the hint acquire and steals from w's
+   * deque; w may be a stand-in another thread built after the owner last
+   * synchronised with anyone (design.md 5.9), so its fields must happen
+   * before that look. */
+  ws_ptr_store(&f->thief, w, ws_release);
   ws_scope_set_ctx(ws__scope, f->ctx); /* never skipped: its sync uses what it computes */
   uint64_t t0 = ws_trace_t0(w);
   f->fn(f->arg);

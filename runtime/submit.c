@@ -175,11 +175,10 @@ static void batch_run(submit_batch *b, ws_worker *w) {
     }
   }
   run_entry(w, b, 0);
-  /* A worker beyond a shrunk size stops after the task it ran (the promise
-   * of pool_resize, design.md 10.4): the handle on its deque hands the
-   * unclaimed rest to another worker. Relaxed: its own word, as the worker
-   * loop reads it between tasks. */
-  for (uint32_t i = 1; i < end && !ws_u32_load(&w->off, ws_relaxed) && claim(b, i); i++) {
+  /* A worker beyond a shrunk size, or a surplus stand-in, stops after the
+   * task it ran: the handle on its deque hands the unclaimed rest to
+   * another worker. */
+  for (uint32_t i = 1; i < end && !ws_stepping_down(w) && claim(b, i); i++) {
     /* Taken from the batch in hand: as if popped from the deque. */
     ws_counter_add(&w->stats.local_pops, 1);
     pool__tls.tasks++; /* joins w->stats.tasks in ws_run() */

@@ -435,9 +435,10 @@ static ws_task *auto_poll(ws_worker *w) {
   unsigned r = 0;
   bool slow = false; /* a yield of this poll took SLOW_YIELD_NS */
   for (; r < SPIN_ROUNDS; r++) {
-    /* Relaxed: a hint to stop polling for a pool being destroyed or a
-     * shrink waiting for this worker, as in idle_search. */
-    if (ws_u32_load(&w->pool->stop, ws_relaxed) || ws_u32_load(&w->off, ws_relaxed)) break;
+    /* Relaxed: a hint to stop polling for a pool being destroyed, a
+     * shrink waiting for this worker or a surplus stand-in, as in
+     * idle_search. */
+    if (ws_u32_load(&w->pool->stop, ws_relaxed) || ws_stepping_down(w)) break;
     uint64_t before = now;
     sched_yield();
     now = ws_mono_ns();
@@ -489,24 +490,16 @@ static ws_task *idle_search(ws_worker *w) {
       ws_cpu_relax();
     ws_task *t = find_work(w, NULL, r < PARTIAL_AFTER, IDLE_VICTIMS);
     if (t) return t;
-    /* Relaxed: hints to stop polling for a pool being destroyed or a
-     * shrink waiting for this worker (a poll may last a second); the
-     * checks after its last look decide (docs/design.md 5.5, 10.4). */
-    if (ws_mono_ns() >= end || ws_u32_load(&w->pool->stop, ws_relaxed) ||
-        ws_u32_load(&w->off, ws_relaxed))
+    /* Relaxed: hints to stop polling for a pool being destroyed, a
+     * shrink waiting for this worker or a stand-in no region needs (a poll
+     * may last a second); the checks after its last look decide
+     * (docs/design.md 5.5, 5.9, 10.4). */
+    if (ws_mono_ns() >= end || ws_u32_load(&w->pool->stop, ws_relaxed) || ws_stepping_down(w))
       return NULL;
   }
 }
 
-/* Stand-ins (docs/design.md 5.9, where the argument is). A stand-in is
- * surplus when more are awake than threads are blocked in regions, or than
- * the limit allows. Relaxed: a hint, checked again under the lock; a stale
- * value keeps a stand-in awake one task or one idle search longer. */
-static bool standin_surplus(struct pool *p) {
-  uint32_t a = ws_u32_load(&p->active, ws_relaxed);
-  return a > ws_u32_load(&p->blocked, ws_relaxed) || a > ws_u32_load(&p->standin_limit, ws_relaxed);
-}
-
+/* Stand-ins (docs/design.md 5.9, where the argument is). */
 /* A surplus stand-in, between tasks, parks until a region wakes it or the
  * pool stops. What its deque holds stays there for thieves (steal_round
  * looks at every stand-in); its open submit batch is let go. False when it
@@ -637,7 +630,7 @@ void ws_worker_loop(ws_worker *w) {
      * region needs any more parks. Relaxed: its own word, read again
      * seq_cst before it sleeps (below). */
     if (ws_u32_load(&w->off, ws_relaxed)) resize_park(w);
-    if (w->standin && standin_surplus(p)) standin_park(w);
+    if (w->standin && ws_standin_surplus(p)) standin_park(w);
     ws_task *t = find_work(w, NULL, true, IDLE_VICTIMS);
     /* A worker that has run no task yet (a new pool, a grow) sleeps
      * without the poll: the poll waits for the rest of a burst it took
@@ -650,7 +643,7 @@ void ws_worker_loop(ws_worker *w) {
       continue;
     }
     /* Park rather than sleep here (an awake stand-in sleeps as a worker). */
-    if (w->standin && standin_surplus(p) && standin_park(w)) continue;
+    if (w->standin && ws_standin_surplus(p) && standin_park(w)) continue;
     /* A nap (design.md 5.3) once the worker ran a task: a new pool's
      * workers sleep until it is used, and a nap would wake each once. */
     uint32_t e = ws_sleep_prepare(&p->sleep, ran);

@@ -17,6 +17,19 @@
  *  publish      1 worker, limit 1: a task spawns a child, enters a region
  *               and waits for the child to have run: the region made the
  *               child public and the pool's other thread ran it.
+ *  step_down    1 worker, limit 1: a stand-in runs the first of two
+ *               jobs (the second after it), or the first of a submit
+ *               batch of two, until the region that needed it has ended;
+ *               the second then runs on the worker, not on the stand-in
+ *               (a surplus stand-in stops after the task it ran, as a
+ *               worker past a shrink: it does not go on with what it
+ *               holds in hand).
+ *  hint         1 worker, limit 2: a task spawns b and x and blocks; the
+ *               stand-in s0 runs b, which blocks too, so s0 builds s1,
+ *               which runs x; the task's sync of x then looks at s1 first
+ *               (the thief hint), a thread it never synchronised with but
+ *               through the hint (for TSan: the hint is a release/acquire
+ *               pair). Each child ran once.
  *  long_block   1 worker: a task blocks in a region for a second, then
  *               until the other tasks, queued behind it, have all run.
  *  stress       rounds of tasks that compute fib by fork/join, enter short
@@ -168,6 +181,121 @@ static void case_publish(void) {
   CHECK_OK(pool_destroy(p));
 }
 
+/* ---- step_down ------------------------------------------------------------ */
+
+static atomic_uint sd_started, sd_ended;
+static atomic_int sd_first_id, sd_second_id;
+static pool_job_t sd_j1, sd_j2;
+static int sd_batch_idx[2] = {0, 1};
+static bool sd_jobs; /* the round's kind: jobs, else a submit batch */
+
+/* The first: runs on the stand-in (the worker is in the region) until the
+ * region ended; the stand-in is surplus from then on. */
+static void sd_first(void) {
+  atomic_store(&sd_first_id, pool_worker_id());
+  atomic_fetch_add(&sd_started, 1);
+  if (!wait_at_least(&sd_ended, 1)) FAIL("the blocking task never ended its region\n");
+}
+
+static void sd_job(void *arg) {
+  if (arg == &sd_j1)
+    sd_first();
+  else
+    atomic_store(&sd_second_id, pool_worker_id());
+}
+
+static void sd_entry(void *arg) {
+  if (*(int *)arg == 0)
+    sd_first();
+  else
+    atomic_store(&sd_second_id, pool_worker_id());
+}
+
+static void sd_blocker(void *arg) {
+  pool_t *p = arg;
+  if (sd_jobs) {
+    CHECK_OK(pool_job_start(&sd_j2));
+    CHECK_OK(pool_job_start(&sd_j1));
+  } else {
+    void *args[2] = {&sd_batch_idx[0], &sd_batch_idx[1]};
+    CHECK_OK(pool_submit_n(p, sd_entry, args, 2));
+  }
+  CHECK_OK(pool_blocking_begin());
+  if (!wait_at_least(&sd_started, 1)) FAIL("no stand-in ran the first task\n");
+  CHECK_OK(pool_blocking_end());
+  /* Release: the first task's acquire load of sd_ended then sees the
+   * region's end (`blocked` back to 0) too. */
+  atomic_store(&sd_ended, 1);
+}
+
+static void case_step_down(void) {
+  pool_t *p = make_blocking_pool(1, 1);
+  for (int round = 0; round < 20; round++) {
+    sd_jobs = round % 2 == 0;
+    atomic_store(&sd_started, 0);
+    atomic_store(&sd_ended, 0);
+    atomic_store(&sd_first_id, -1);
+    atomic_store(&sd_second_id, -1);
+    if (sd_jobs) {
+      CHECK_OK(pool_job_init(&sd_j1, p, sd_job, &sd_j1));
+      CHECK_OK(pool_job_init(&sd_j2, p, sd_job, &sd_j2));
+      CHECK_OK(pool_job_after(&sd_j2, &sd_j1));
+    }
+    CHECK_OK(pool_submit(p, sd_blocker, p));
+    CHECK_OK(pool_wait_idle(p));
+    if (sd_jobs) {
+      CHECK_OK(pool_job_wait(&sd_j1));
+      CHECK_OK(pool_job_wait(&sd_j2));
+    }
+    CHECK_EQ(atomic_load(&sd_first_id), 1); /* the stand-in */
+    CHECK_EQ(atomic_load(&sd_second_id), 0);
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- hint ----------------------------------------------------------------- */
+
+static atomic_uint hint_b_ran, hint_x_ran;
+
+static void hint_x(void *arg) {
+  (void)arg;
+  sleep_ms(50);
+  atomic_fetch_add(&hint_x_ran, 1);
+}
+
+static void hint_b(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_blocking_begin());
+  sleep_ms(20);
+  CHECK_OK(pool_blocking_end());
+  atomic_fetch_add(&hint_b_ran, 1);
+}
+
+static void hint_parent(void *arg) {
+  (void)arg;
+  pool_task_t b, x;
+  CHECK_OK(pool_spawn(NULL, &b, hint_b, NULL)); /* oldest: the first stand-in's */
+  CHECK_OK(pool_spawn(NULL, &x, hint_x, NULL));
+  CHECK_OK(pool_blocking_begin());
+  sleep_ms(10);
+  CHECK_OK(pool_blocking_end());
+  CHECK_OK(pool_sync(&x));
+  CHECK_OK(pool_sync(&b));
+}
+
+static void case_hint(void) {
+  pool_t *p = make_blocking_pool(1, 2);
+  for (int round = 0; round < 3; round++) {
+    atomic_store(&hint_b_ran, 0);
+    atomic_store(&hint_x_ran, 0);
+    CHECK_OK(pool_submit(p, hint_parent, NULL));
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_EQ(atomic_load(&hint_b_ran), 1);
+    CHECK_EQ(atomic_load(&hint_x_ran), 1);
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
 /* ---- long_block ----------------------------------------------------------- */
 
 enum { LB_OTHERS = 200 };
@@ -287,4 +415,5 @@ static void case_stress(void) {
 }
 
 TEST_MAIN(300, TEST_CASE(concurrency), TEST_CASE(cap), TEST_CASE(limit_zero), TEST_CASE(publish),
+          TEST_CASE(step_down), TEST_CASE(hint),
           TEST_CASE(long_block), TEST_CASE(stress))

@@ -127,7 +127,9 @@
  * work (see pool_spawn()); a group used before
  * pool_group_init(); pool_group_init() on a group whose children are
  * pending or that is being waited on; two pool_group_wait() calls on one
- * group at once. The normal build returns EINVAL where it can tell cheaply.
+ * group at once; pool_blocking_end() without a matching
+ * pool_blocking_begin(). The normal build returns EINVAL where it can tell
+ * cheaply.
  * A library built with `-Ddebug_checks=true` detects each of them (it keeps
  * every frame out of the inline fast paths to see them all), and asserts
  * the runtime's own invariants: it prints a report naming the misuse and
@@ -1394,7 +1396,9 @@ POOL_API int pool_blocking_begin(void);
  * \brief The calling task no longer blocks: the end of the region
  * pool_blocking_begin() began.
  * \return 0; EINVAL without a matching pool_blocking_begin() on this
- *         thread (from a worker).
+ *         thread (from a worker): a misuse, which a `-Ddebug_checks=true`
+ *         library reports and aborts on instead (\ref faults, "Misuse and
+ *         debug checks").
  */
 POOL_API int pool_blocking_end(void);
 

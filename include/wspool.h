@@ -859,7 +859,14 @@ typedef struct pool_group {
  * The group is nested in the work current where this is called (\ref
  * cancel): cancelling that work cancels the group. Such a group must not be
  * used after that work ended (the task that initialised it returned);
- * initialise it again instead.
+ * initialise it again instead. Its children must not outlive that work
+ * either (their units are nested in it), which a continuation
+ * (pool_job_after_group()) allows: a job's function is the one such work
+ * that waits for them (it completes after the group's round ended, \ref
+ * jobs); elsewhere (a group's child, a loop's body, a join's half,
+ * pool_isolate()), wait for the group before that work returns. A group
+ * initialised outside every task or in a pool_submit() task is nested in
+ * nothing.
  * \param g the group, owned by the caller.
  * \param pool the pool its children go to, or NULL (\ref nullpool).
  * \return 0; EINVAL for NULL \p g or no pool.
@@ -1156,8 +1163,16 @@ POOL_API int pool_fail(int err);
  * pool_job_after_group() add predecessors until pool_job_start(); it runs
  * once started and every predecessor completed (so, while it runs, every
  * predecessor's status is final and its storage free); it is complete
- * after its function returned (or it was skipped). Every job initialised must be
- * started (a job never started holds back every job put after it), and
+ * after its function returned (or it was skipped) and every group begun in
+ * it (pool_group_init() called by the function itself, or by a frame it
+ * spawned) has no child pending: a group given a continuation
+ * (pool_job_after_group()) may outlive the function, and its children's
+ * units are nested in the job's. Groups begun deeper (in a group child, a
+ * loop's body, a join's half, pool_isolate()) are not waited for: they
+ * must have finished before that work ends (pool_group_init()). Every job
+ * initialised must be started (a job never started holds back every job
+ * put after it; so does a dependency cycle, whose jobs never run and whose
+ * waits never return: nothing detects one), and
  * its storage must stay valid until it is complete: until pool_job_wait()
  * returned, or pool_job_status() returned something other than
  * EINPROGRESS; then it may be freed or initialised again. Calls on one
@@ -1174,7 +1189,11 @@ POOL_API int pool_fail(int err);
  * may be the one), so a failure travels down the graph and the last job
  * reports it. A job whose pool is destroyed before
  * it could run (its last predecessor completed after pool_destroy()
- * began) is skipped with status ESHUTDOWN.
+ * began) is skipped with status ESHUTDOWN. A job made ready by a thread
+ * that is not a worker of its pool (its start, or its last predecessor's
+ * completion, from outside) when the pool's global queue cannot grow is
+ * skipped with status ENOMEM (pool_job_start() still returns 0); one made
+ * ready on a worker is run there instead.
  *
  * <b>Where it runs.</b> Started or released from a worker of its pool, a
  * job goes on that worker's deque (the worker that completes a job runs
@@ -1198,7 +1217,9 @@ typedef struct pool_job {
  * \brief Prepare \p job to run `fn(arg)` on \p pool once started and once
  * every predecessor added before the start has completed.
  * \param job the job's storage, owned by the caller (not a job that is
- *        started and not complete).
+ *        started and not complete: that is a misuse nothing detects, which
+ *        loses the running job's state and may run its successors early or
+ *        never).
  * \param pool the pool, or NULL (\ref nullpool).
  * \param fn the job's function.
  * \param arg its argument.
@@ -1215,10 +1236,14 @@ POOL_API int pool_job_init(pool_job_t *job, pool_t *pool, pool_fn fn, void *arg)
  * satisfied at once; if \p pred did not succeed, \p job will be skipped
  * with its status). The same pair twice is two edges, both satisfied by
  * one completion. The first two predecessors of a job need no memory.
+ * Edges must not form a cycle (a job after itself through others): it is
+ * not detected, and no job of it, nor any job after one, ever runs.
  * \param job an initialised job not yet started.
  * \param pred an initialised job, other than \p job, valid during the call.
  * \return 0; EINVAL for NULL or uninitialised jobs, \p pred == \p job, or
- *         \p job already started; ENOMEM (no edge is added).
+ *         \p job already started; ENOMEM (no edge is added); EOWNERDEAD
+ *         in a child of fork() for a \p pred initialised before the fork and
+ *         not complete then (it never completes here; no edge is added).
  */
 POOL_API int pool_job_after(pool_job_t *job, pool_job_t *pred);
 
@@ -1234,7 +1259,10 @@ POOL_API int pool_job_after(pool_job_t *job, pool_job_t *pred);
  * pool_group_wait() would end it: the group may then be spawned into
  * again, or initialised again. A group with no child pending releases
  * \p job at once. Until \p job is released the group must not be waited
- * for, given another continuation, initialised again or freed.
+ * for, given another continuation, initialised again or freed. A group
+ * begun in a job's function keeps that job from completing until the
+ * round ends; one begun in other work must end its round before that work
+ * does (pool_group_init()).
  * \param job an initialised job not yet started.
  * \param g an initialised group of the same pool or another.
  * \return 0; EINVAL for NULL or uninitialised arguments or \p job already
@@ -1249,7 +1277,8 @@ POOL_API int pool_job_after_group(pool_job_t *job, pool_group_t *g);
  * \param job an initialised job.
  * \return 0; EINVAL for NULL, uninitialised or already started \p job.
  *         A job whose pool is being destroyed is not refused: it completes
- *         with status ESHUTDOWN (see above).
+ *         with status ESHUTDOWN (see above); started in a child of fork(),
+ *         a job initialised before the fork completes with EOWNERDEAD.
  */
 POOL_API int pool_job_start(pool_job_t *job);
 
@@ -1284,12 +1313,18 @@ POOL_API int pool_job_submit(pool_t *pool, pool_job_t *job, pool_fn fn, void *ar
  * (pool_job_after()) to a wait. Any number of threads may wait for one job,
  * and its storage must outlive every wait. The job must have been started
  * (or must be, by another thread): waiting for a job nobody starts never
- * returns.
+ * returns. A wait from the job's own work (its function, or a frame, group
+ * child, loop body or isolated call nested in it) would wait for itself:
+ * it returns EDEADLK. Other waits that close a cycle (a job waiting for
+ * one that waits for it, or for a job after it) are not detected.
  * \param job an initialised job.
  * \return the job's status: 0; its failure (pool_fail() in it, or its
- *         first failed predecessor's); ECANCELED; ESHUTDOWN. Or, without
- *         waiting: EINVAL for a NULL or uninitialised \p job; EOWNERDEAD
- *         when its pool was inherited across fork().
+ *         first failed predecessor's); ECANCELED; ESHUTDOWN; ENOMEM (see
+ *         Outcome above). Or, without waiting: EINVAL for a NULL or
+ *         uninitialised \p job; EDEADLK from the job's own work (above);
+ *         EOWNERDEAD in a child of fork() for a job not complete at the
+ *         fork (its pool's threads are the parent's), also after the child
+ *         destroyed that pool and created others.
  */
 POOL_API int pool_job_wait(pool_job_t *job);
 
@@ -1297,9 +1332,11 @@ POOL_API int pool_job_wait(pool_job_t *job);
  * \brief The status of \p job without waiting.
  * \param job an initialised job.
  * \return EINPROGRESS while it is not complete (not started, waiting for
- *         predecessors, queued or running); once complete, what
- *         pool_job_wait() returns (then the job's storage is free); EINVAL
- *         for a NULL or uninitialised \p job.
+ *         predecessors, queued or running, or a group begun in it has
+ *         children pending); once complete, what pool_job_wait() returns
+ *         (then the job's storage is free); EINVAL for a NULL or
+ *         uninitialised \p job; EOWNERDEAD in a child of fork() for a job
+ *         not complete at the fork (it never completes here).
  */
 POOL_API int pool_job_status(const pool_job_t *job);
 
@@ -1310,7 +1347,8 @@ POOL_API int pool_job_status(const pool_job_t *job);
  * if it runs, pool_cancelled() tells it so, units nested in it are
  * cancelled, and its status is ECANCELED (or its failure, if pool_fail()
  * came first).
- * Thread-safe and idempotent; no effect on a complete job.
+ * Thread-safe and idempotent; no effect on a complete job (nothing nested
+ * in it is left then: see "Life of a job").
  * \param job an initialised job.
  * \return 0; EINVAL for a NULL or uninitialised \p job.
  */
@@ -1382,7 +1420,10 @@ POOL_API int pool_job_cancel(pool_job_t *job);
 /**
  * \brief The calling task is about to block: let a stand-in run the pool's
  * work meanwhile. Must be matched by pool_blocking_end() on the same
- * thread, in the same task. What the task spawned and has not synced yet
+ * thread, in the same task: a task that returns inside a region is a
+ * misuse nothing detects (the region goes on into the worker's next
+ * tasks, a stand-in still running beside it, until a pool_blocking_end()
+ * on that thread). What the task spawned and has not synced yet
  * becomes stealable first, so stand-ins can run it. Async-signal-unsafe;
  * two atomic operations when no stand-in is needed, a futex wake when a
  * parked one is, a thread creation the first time a new one is.

@@ -34,7 +34,11 @@ typedef struct ws_ctx {
   ws_u32 state;
   /* Part of an isolated computation (pool_isolate; docs/design.md 7.5):
    * set at creation, inherited by every unit nested in it. */
-  uint32_t iso;
+  bool iso;
+  /* The unit of a job (job.c), set at its init: a group begun directly in
+   * it holds the job's completion while a round of it is in progress
+   * (ws_job_round_begin). Not inherited. */
+  bool job;
   /* An epoch at which every ancestor was found clear (a note for the
    * check; any thread may refresh it), ~0 for none. */
   ws_u64 clear_at;
@@ -86,6 +90,7 @@ static inline void ws_ctx_init(ws_ctx *c, ws_ctx *parent) {
   ws_u32_store(&c->state, 0, ws_relaxed);
   c->parent = parent;
   c->iso = parent && parent->iso;
+  c->job = false;
   uint64_t e = ws_u64_load(&ws__cancel_epoch, ws_seq_cst);
   bool clear = !parent || (ws_u32_load(&parent->state, ws_seq_cst) == 0 &&
                            ws_u64_load(&parent->clear_at, ws_relaxed) == e);

@@ -466,6 +466,9 @@ _Static_assert(sizeof(group_child) <= sizeof(((ws_node *)0)->payload), "node too
  * block on it; after it the group may be gone and only the pool is
  * touched. Outside threads are woken only when one set GROUP_WAITER. */
 static void group_done(ws_group *g, struct pool *p) {
+  /* Read while the group is ours: a job whose function began it outlives
+   * the round (its hold, pool_group_spawn_drop). */
+  ws_ctx *job_unit = g->unit.parent && g->unit.parent->job ? g->unit.parent : NULL;
   /* The decrement that ends a round also clears GROUP_CONT, in one step:
    * a child spawned and finished right after it must not find the bit and
    * release the continuation a second time. */
@@ -492,9 +495,11 @@ static void group_done(ws_group *g, struct pool *p) {
      * the group after taking the slot. After it, g is not touched. */
     ws_ptr_store(&g->cont, NULL, ws_release);
     ws_job_release(j, status);
-    return;
+  } else {
+    ws_latch_notify(p, WS_WAKE_WORKER | (old & GROUP_WAITER ? WS_WAKE_OUTSIDE : 0));
   }
-  ws_latch_notify(p, WS_WAKE_WORKER | (old & GROUP_WAITER ? WS_WAKE_OUTSIDE : 0));
+  /* Last: the round's reads of the group's unit walk up into the job's. */
+  if (job_unit) ws_job_round_end(job_unit);
 }
 
 /* Runs a child of g on worker w in the calling thread's current scope,
@@ -621,7 +626,12 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   /* Relaxed: the push publishes it, and the child's decrement comes after
    * its run, which comes after this in happens-before. */
   int64_t had = ws_i64_fetch_add(&g->pending, 1, ws_relaxed);
-  if (WS_DEBUG && (had & GROUP_COUNT) == 0) ws_debug_busy_set(g, true);
+  if ((had & GROUP_COUNT) == 0) {
+    if (WS_DEBUG) ws_debug_busy_set(g, true);
+    /* A round of a group begun in a job's function: the job completes
+     * after it ends (group_done), as its unit is the group's parent. */
+    if (g->unit.parent && g->unit.parent->job) ws_job_round_begin(g->unit.parent);
+  }
   rc = inside ? ws_push(w, &c->hdr) : ws_push_global(p, &c->hdr, 0);
   if (rc == 0) {
     if (!inside) ws_leave(p);

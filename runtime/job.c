@@ -68,10 +68,17 @@ static job_edge *state_list(int64_t v) { return (job_edge *)(uintptr_t)(v & ~STA
 #define UNSTARTED ((int64_t)1 << 62)
 
 #define JOB_MAGIC 0x6a6f62ull /* "job" */
-/* Initialised and not started, or started: the constant folded with the
- * job's address (stale memory of another job does not pass). */
-#define JOB_NEW(j) (JOB_MAGIC << 8 ^ (uint64_t)(uintptr_t)(j))
-#define JOB_STARTED(j) (JOB_NEW(j) ^ 1u)
+/* `magic` of an initialised job: the constant folded with the job's
+ * address (stale memory of another job does not pass), JOB_STARTED once
+ * started, and in the top byte the low byte of the process's fork
+ * generation at the init (ws_fork_gen, api.h): in a child of fork() a job
+ * of the parent's is told apart (job_forked; one 256 forks up is not).
+ * The fork byte is xor-ed over address bits, and decoding xors the
+ * address out again (job_bits), so tagged pointers keep their tag. */
+#define JOB_TAG(j) (JOB_MAGIC << 8 ^ (uint64_t)(uintptr_t)(j))
+#define JOB_STARTED ((uint64_t)1)
+#define JOB_FORK_SHIFT 56
+#define JOB_FORK_MASK ((uint64_t)0xff << JOB_FORK_SHIFT)
 
 struct ws_job {
   ws_task hdr;
@@ -79,11 +86,16 @@ struct ws_job {
   void *arg;
   struct pool *pool;
   ws_i64 pending; /* started: releases to come; before: see UNSTARTED */
-  /* JOB_NEW, JOB_STARTED; relaxed: any thread may check. Beside `pending`
-   * (a 16-byte pair never straddles a line): a start touches one line. */
+  /* JOB_TAG, JOB_STARTED, the fork byte; relaxed: any thread may check.
+   * Beside `pending` (a 16-byte pair never straddles a line): a start
+   * touches one line. */
   ws_u64 magic;
   ws_i64 state;  /* STATE_OPEN | waiter | edges, or the status (above) */
-  uint32_t holds; /* predecessors added before the start; its thread's */
+  /* Before the start: the predecessors added (its thread's, as a plain
+   * count: relaxed, one thread). From its run: holds on its completion,
+   * the run's own and one per round in progress of a group begun directly
+   * in it (job_unhold). */
+  ws_u32 holds;
   uint32_t gen;   /* its pool's struct generation at the init (pool.c) */
   ws_ctx unit;   /* the job as a unit of work (cancel.h), nested in none */
   job_edge own[2];
@@ -112,16 +124,32 @@ typedef struct rel_q {
   ws_job *dead;
 } rel_q;
 
+/* j's magic less its tag: JOB_STARTED and the fork byte when j is a job. */
+static uint64_t job_bits(const ws_job *j) {
+  return ws_u64_load(&j->magic, ws_relaxed) ^ JOB_TAG(j);
+}
+
 static ws_job *job_valid(const pool_job_t *pj) {
   ws_job *j = (ws_job *)(uintptr_t)pj;
-  if (!j) return NULL;
-  uint64_t m = ws_u64_load(&j->magic, ws_relaxed);
-  return m == JOB_NEW(j) || m == JOB_STARTED(j) ? j : NULL;
+  return j && (job_bits(j) & ~(JOB_FORK_MASK | JOB_STARTED)) == 0 ? j : NULL;
 }
 
 ws_job *ws_job_unstarted(pool_job_t *pj) {
   ws_job *j = (ws_job *)pj;
-  return j && ws_u64_load(&j->magic, ws_relaxed) == JOB_NEW(j) ? j : NULL;
+  return j && (job_bits(j) & ~JOB_FORK_MASK) == 0 ? j : NULL;
+}
+
+/* A valid job initialised before a fork() this process is a child of:
+ * nothing here runs or completes it (its pool's threads are the
+ * parent's). ws_fork_gen changes only in the child's fork handler, while
+ * the child has one thread. */
+static bool job_forked(const ws_job *j) {
+  return (job_bits(j) >> JOB_FORK_SHIFT) != (uint8_t)ws_fork_gen;
+}
+
+/* Relaxed: as the init's store (its calls come from one thread at a time). */
+static void job_mark_started(ws_job *j) {
+  ws_u64_store(&j->magic, ws_u64_load(&j->magic, ws_relaxed) | JOB_STARTED, ws_relaxed);
 }
 
 /* Waits until (*word & mask) == 0: for a step another thread is a few
@@ -190,7 +218,9 @@ static void job_ready_outside(ws_job *j, rel_q *q, bool reserved) {
     if ((rc = ws_push_global(p, &j->hdr, WS_GQ_COUNTED | WS_GQ_FORCE)) == 0) return;
     goto refused;
   }
-  rc = ws_enter(p);
+  /* A job of the parent, in a child of fork(): its pool is the parent's,
+   * or a pool made here since in its struct. */
+  rc = job_forked(j) ? EOWNERDEAD : ws_enter(p);
   if (rc == 0 && !job_pool_current(j)) {
     ws_leave(p);
     rc = ESHUTDOWN; /* its pool was destroyed; the struct is another's */
@@ -336,22 +366,46 @@ static inline void job_settle(ws_worker *w, rel_q *q) {
   if (q->held || q->ready || q->dead) job_settle_all(w, q);
 }
 
+/* Drops one hold on j's completion (`holds`, from its run on): true when
+ * it was the last, and the caller completes j. Reference counting: a hold
+ * is taken only by a holder (the run, or what runs inside a round of a
+ * group begun in j's function, which happens before that round's end),
+ * so reading 1 means ours is the only one left and nobody else writes the
+ * word (the start's shortcut in job_release): no RMW. Acquire (the load,
+ * and the RMW that takes the count to 0): the release decrements of the
+ * other holders, so what they did (the function's writes; a round's end,
+ * which reads j's unit) happens before the completion publishes j. Else
+ * acq_rel: release, ours before the last holder's acquire. */
+static bool job_unhold(ws_job *j) {
+  if (ws_u32_load(&j->holds, ws_acquire) == 1) return true;
+  return ws_u32_fetch_add(&j->holds, (uint32_t)-1, ws_acq_rel) == 1;
+}
+
 static void job_exec(ws_task *t, ws_worker *w) {
   ws_job *j = (ws_job *)t;
   rel_q q = {.tail_ok = true};
   for (;;) {
     ws_scope_set_ctx(ws__scope, &j->unit);
     ws_submit_started(w, false); /* jobs do not count in a bound */
+    bool last = true;
     if (ws_ctx_cancelled(&j->unit)) {
       ws_counter_add(&w->stats.skipped, 1);
       pool__tls.tasks--; /* ws_run() counts a run */
     } else {
+      /* The run's hold: groups begun in the function add theirs, and the
+       * last to let go completes j (a group's children may outlive the
+       * function: their units are nested in j's, in its storage).
+       * Relaxed: nobody else touches the word before the function runs. */
+      ws_u32_store(&j->holds, 1, ws_relaxed);
       uint64_t t0 = ws_trace_t0(w);
       ws_prof_run_task(w, j->fn, j->arg);
       ws_trace_task(w, (ws_fnptr)j->fn, t0);
+      last = job_unhold(j);
     }
-    job_complete(j, ws_ctx_result(&j->unit), w, &q);
-    job_settle(w, &q);
+    if (last) {
+      job_complete(j, ws_ctx_result(&j->unit), w, &q);
+      job_settle(w, &q);
+    }
     ws_submit_finished(w); /* after the counts of what it released */
     j = q.tail;
     if (!j) return;
@@ -374,12 +428,32 @@ static void release_here(ws_job *j, int status, int64_t take) {
   job_settle(w, &q);
 }
 
-/* Not an atomic: until the start only j's thread (one at a time) writes
- * or reads it; releases meanwhile go to `pending`, which stays above 1
- * (UNSTARTED) until the start adds the holds in. */
-void ws_job_hold(ws_job *j) { j->holds++; }
+/* Relaxed (a plain count): until the start only j's thread (one at a
+ * time) writes or reads it; releases meanwhile go to `pending`, which
+ * stays above 1 (UNSTARTED) until the start adds the holds in. */
+void ws_job_hold(ws_job *j) {
+  ws_u32_store(&j->holds, ws_u32_load(&j->holds, ws_relaxed) + 1, ws_relaxed);
+}
 
 void ws_job_release(ws_job *j, int status) { release_here(j, status, 1); }
+
+static ws_job *job_of_unit(ws_ctx *u) { return (ws_job *)((char *)u - offsetof(ws_job, unit)); }
+
+/* Relaxed: the caller is a holder (job_unhold), so the count is above 0
+ * and stays so; the hold reaches the round's end through the child's
+ * push (a release) and run. */
+void ws_job_round_begin(ws_ctx *u) { ws_u32_fetch_add(&job_of_unit(u)->holds, 1, ws_relaxed); }
+
+void ws_job_round_end(ws_ctx *u) {
+  ws_job *j = job_of_unit(u);
+  if (!job_unhold(j)) return;
+  /* Its function returned: complete it here (a group child's worker, of
+   * any pool, or the thread whose spawn was refused). */
+  rel_q q = {.tail_ok = false};
+  ws_worker *w = ws_self();
+  job_complete(j, ws_ctx_result(&j->unit), w, &q);
+  job_settle(w, &q);
+}
 
 int pool_job_init(pool_job_t *pj, pool_t *pool, pool_fn fn, void *arg) {
   if (!pj || !fn) return EINVAL;
@@ -396,8 +470,9 @@ int pool_job_init(pool_job_t *pj, pool_t *pool, pool_fn fn, void *arg) {
    * synchronisation, or a push (a release). */
   ws_i64_store(&j->pending, UNSTARTED, ws_relaxed);
   ws_i64_store(&j->state, STATE_OPEN, ws_relaxed);
-  j->holds = 0;
+  ws_u32_store(&j->holds, 0, ws_relaxed);
   ws_ctx_init(&j->unit, NULL);
+  j->unit.job = true;
   /* Free: `succ` says so (`next` is written when the edge is pushed). */
   j->own[0].succ = NULL;
   j->own[1].succ = NULL;
@@ -406,7 +481,8 @@ int pool_job_init(pool_job_t *pj, pool_t *pool, pool_fn fn, void *arg) {
    * release, its gate's opening), or since it was destroyed; a struct taken
    * by a later pool since is told apart at its next entry. */
   j->gen = ws_u32_load(&p->gen, ws_relaxed);
-  ws_u64_store(&j->magic, JOB_NEW(j), ws_relaxed);
+  ws_u64_store(&j->magic, JOB_TAG(j) ^ (uint64_t)(uint8_t)ws_fork_gen << JOB_FORK_SHIFT,
+               ws_relaxed);
   return 0;
 }
 
@@ -437,7 +513,8 @@ static void edge_undo(ws_job *j, job_edge *e) {
 int pool_job_after(pool_job_t *pj, pool_job_t *ppred) {
   ws_job *j = ws_job_unstarted(pj), *pred = job_valid(ppred);
   if (!j || !pred || j == pred) return EINVAL;
-  if (j->holds == UINT32_MAX) return ENOMEM; /* 2^32 - 1 predecessors: 64 GiB of edges */
+  /* 2^32 - 1 predecessors: 64 GiB of edges. */
+  if (ws_u32_load(&j->holds, ws_relaxed) == UINT32_MAX) return ENOMEM;
   job_edge *e = edge_new(j);
   if (!e) return ENOMEM;
   e->succ = j;
@@ -445,6 +522,11 @@ int pool_job_after(pool_job_t *pj, pool_job_t *ppred) {
    * pred's writes, which j, run after this, must see); an open one is the
    * expected value of the CAS (acq_rel, whose failure acquires). */
   int64_t h = ws_i64_load(&pred->state, ws_acquire);
+  if ((h & STATE_OPEN) && job_forked(pred)) {
+    /* The parent's, in a child of fork(): it never completes here. */
+    edge_undo(j, e);
+    return EOWNERDEAD;
+  }
   for (;;) {
     if (!(h & STATE_OPEN)) {
       /* pred is complete, its status final: the edge is satisfied now. */
@@ -476,8 +558,8 @@ static void complete_refused(ws_job *j, int status) {
 static int job_start(pool_job_t *pj) {
   ws_job *j = ws_job_unstarted(pj);
   if (!j) return EINVAL;
-  ws_u64_store(&j->magic, JOB_STARTED(j), ws_relaxed);
-  release_here(j, 0, UNSTARTED - j->holds);
+  job_mark_started(j);
+  release_here(j, 0, UNSTARTED - ws_u32_load(&j->holds, ws_relaxed));
   return 0;
 }
 
@@ -488,7 +570,7 @@ static int job_submit(pool_t *pool, pool_job_t *pj, pool_fn fn, void *arg) {
   ws_worker *w = ws_self();
   if (!(w && w->pool == j->pool) && (rc = ws_enter(j->pool)) != 0) {
     /* Refused before anything ran: complete, so a wait returns it. */
-    ws_u64_store(&j->magic, JOB_STARTED(j), ws_relaxed);
+    job_mark_started(j);
     complete_refused(j, rc);
     return rc;
   }
@@ -517,6 +599,12 @@ int pool_job_wait(pool_job_t *pj) {
   /* Acquire: the job's writes (its function's) before its completion. */
   int64_t v = ws_i64_load(&j->state, ws_acquire);
   if (!(v & STATE_OPEN)) return status_of(v);
+  if (job_forked(j)) return EOWNERDEAD; /* the parent's: never completes here */
+  /* From j's own function, or work nested in it (a frame it spawned, a
+   * group begun in it, their children, a loop or isolated call inside):
+   * j completes after that returns. */
+  for (const ws_ctx *c = ws_ctx_current(); c; c = c->parent)
+    if (c == &j->unit) return EDEADLK;
   struct pool *p = j->pool;
   ws_latch done = ws_latch_zero(&j->state, STATE_OPEN, STATE_WAITER);
   ws_worker *w = ws_self();
@@ -542,7 +630,8 @@ int pool_job_status(const pool_job_t *pj) {
   ws_job *j = job_valid(pj);
   if (!j) return EINVAL;
   int64_t v = ws_i64_load(&j->state, ws_acquire);
-  return v & STATE_OPEN ? EINPROGRESS : status_of(v);
+  if (!(v & STATE_OPEN)) return status_of(v);
+  return job_forked(j) ? EOWNERDEAD : EINPROGRESS;
 }
 
 int pool_job_cancel(pool_job_t *pj) {

@@ -968,7 +968,7 @@ const char *pool_strerror(int err) {
   case EAGAIN: return "try again: a worker thread could not be created, or the pool's queue is at its bound";
   case E2BIG: return "more tasks than the pool's queue bound";
   case ESHUTDOWN: return "the pool is being destroyed";
-  case EDEADLK: return "would deadlock: called from the work it would wait for (a worker or stand-in of the pool, or the awaited group)";
+  case EDEADLK: return "would deadlock: called from the work it would wait for (a worker or stand-in of the pool, or the awaited group or job)";
   case ENOTSUP: return "worker binding is not supported here";
   case EBUSY: return "resource busy";
   case EOWNERDEAD: return "the pool belongs to the parent process (inherited across fork)";

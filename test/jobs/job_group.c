@@ -36,6 +36,16 @@
  *                   the group initialised again after a continuation ran.
  *  cross_pool       the group on one pool, the job on another, both ways;
  *                   a job after a group and after another job.
+ *  in_job           a job's function begins a group (on its own pool or
+ *                   another), spawns into it, puts a continuation after it
+ *                   and returns: the job completes only after the group's
+ *                   last child ended (each child finds it EINPROGRESS; on
+ *                   a pool of one worker every child runs after the
+ *                   function returned), so once its wait returned every
+ *                   child ran, a pool_job_cancel() of it reaches nothing
+ *                   (the continuation's status is 0) and its storage is
+ *                   freed (AddressSanitizer: the children's units were
+ *                   nested in the job's).
  * No timing assertions. */
 #include <errno.h>
 #include <pthread.h>
@@ -744,6 +754,59 @@ static void case_cross_pool(void) {
   CHECK_OK(pool_destroy(b));
 }
 
+/* ---- in_job ------------------------------------------------------------------------ */
+
+enum { IJ_KIDS = 16 };
+
+typedef struct ij_state {
+  pool_job_t job, cont;
+  pool_group_t g;
+  pool_t *gpool; /* the group's pool, NULL: the job's */
+  atomic_uint kids, saw_complete, cont_runs;
+} ij_state;
+
+static void ij_kid(void *arg) {
+  ij_state *s = arg;
+  if (pool_job_status(&s->job) != EINPROGRESS) atomic_fetch_add(&s->saw_complete, 1);
+  job_busy(2000);
+  atomic_fetch_add(&s->kids, 1);
+}
+static void ij_cont(void *arg) {
+  ij_state *s = arg;
+  CHECK_EQ(atomic_load(&s->kids), IJ_KIDS);
+  atomic_fetch_add(&s->cont_runs, 1);
+}
+static void ij_fn(void *arg) {
+  ij_state *s = arg;
+  CHECK_OK(pool_group_init(&s->g, s->gpool));
+  for (int k = 0; k < IJ_KIDS; k++) CHECK_OK(pool_group_spawn(&s->g, ij_kid, s));
+  CHECK_OK(pool_job_init(&s->cont, NULL, ij_cont, s));
+  CHECK_OK(pool_job_after_group(&s->cont, &s->g));
+  CHECK_OK(pool_job_start(&s->cont));
+}
+
+static void in_job(pool_t *p) {
+  unsigned long rounds = job_rounds(200, 40);
+  pool_t *other = make_pool(2);
+  for (unsigned long r = 0; r < rounds; r++) {
+    ij_state *s = calloc(1, sizeof *s);
+    CHECK(s);
+    s->gpool = r % 2 ? other : NULL;
+    CHECK_OK(pool_job_submit(p, &s->job, ij_fn, s));
+    CHECK_OK(pool_job_wait(&s->job));
+    CHECK_EQ(atomic_load(&s->kids), IJ_KIDS);
+    CHECK_OK(pool_job_cancel(&s->job)); /* complete: nothing nested in it is left */
+    CHECK_OK(pool_job_wait(&s->cont));
+    CHECK_EQ(atomic_load(&s->cont_runs), 1);
+    CHECK_EQ(atomic_load(&s->saw_complete), 0);
+    free(s);
+  }
+  CHECK_OK(pool_destroy(other));
+}
+
+static void case_in_job(void) { ON_POOLS(in_job, 1, 2, 4); }
+
 TEST_MAIN(600, TEST_CASE(pending), TEST_CASE(none_pending), TEST_CASE(failing_child),
           TEST_CASE(spawn_tree), TEST_CASE(racing_spawns), TEST_CASE(spawn_at_zero),
-          TEST_CASE(ebusy), TEST_CASE(concurrent_register), TEST_CASE(reuse), TEST_CASE(cross_pool))
+          TEST_CASE(ebusy), TEST_CASE(concurrent_register), TEST_CASE(reuse), TEST_CASE(cross_pool),
+          TEST_CASE(in_job))

@@ -41,6 +41,21 @@
  *                  is kept busy until every waiter returned (a spinning
  *                  successor), so only the completion's own wake-up can
  *                  wake them (a worker going idle would wake them too).
+ *  self_wait       a job waits for itself: from its function, a frame it
+ *                  spawned, a group child begun in it, a loop's body in
+ *                  it, and a child of a group begun in it that runs after
+ *                  its function returned (the job is not complete yet):
+ *                  each returns EDEADLK at once, and the job completes 0.
+ *  fork_child      fork() while a job runs and its successor waits: in the
+ *                  child both are the parent's, and pool_job_wait() and
+ *                  pool_job_status() return EOWNERDEAD without waiting,
+ *                  before and after the child destroyed the pool and
+ *                  created one in its struct (a job complete before the
+ *                  fork reports its status); pool_job_after() on such a job
+ *                  is EOWNERDEAD; the parent's unstarted job, started in
+ *                  the child, completes EOWNERDEAD. The child has its own
+ *                  watchdog. Skipped under the sanitizers and qemu-user, as
+ *                  test/fault/fork.c.
  * No timing assertions. */
 #include <errno.h>
 #include <pthread.h>
@@ -48,6 +63,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -684,7 +701,153 @@ static void pushed_while_waited(pool_t *p) {
 
 static void case_pushed_while_waited(void) { ON_POOLS(pushed_while_waited, 1, 2, 4); }
 
+/* ---- self_wait -------------------------------------------------------------------- */
+
+typedef struct sw_state {
+  pool_job_t job, cont;
+  pool_group_t g, late;
+  atomic_int rc_fn, rc_frame, rc_child, rc_late;
+  atomic_uint loop_calls, loop_other; /* body calls; waits that did not say EDEADLK */
+  atomic_uint fn_done;
+} sw_state;
+
+static void sw_frame(void *arg) {
+  sw_state *s = arg;
+  atomic_store(&s->rc_frame, pool_job_wait(&s->job));
+}
+static void sw_child(void *arg) {
+  sw_state *s = arg;
+  atomic_store(&s->rc_child, pool_job_wait(&s->job));
+}
+static void sw_body(size_t b, size_t e, void *ctx) {
+  sw_state *s = ctx;
+  for (size_t i = b; i < e; i++) {
+    atomic_fetch_add(&s->loop_calls, 1);
+    if (pool_job_wait(&s->job) != EDEADLK) atomic_fetch_add(&s->loop_other, 1);
+  }
+}
+/* A child of a group begun in the job, given a continuation: it waits
+ * until the job's function returned (the job still not complete). */
+static void sw_late(void *arg) {
+  sw_state *s = arg;
+  CHECK(job_wait_until(&s->fn_done, 1));
+  atomic_store(&s->rc_late, pool_job_wait(&s->job));
+}
+static void sw_cont(void *arg) { (void)arg; }
+
+static void sw_fn(void *arg) {
+  sw_state *s = arg;
+  atomic_store(&s->rc_fn, pool_job_wait(&s->job));
+  pool_task_t f;
+  CHECK_OK(pool_spawn(NULL, &f, sw_frame, s));
+  CHECK_OK(pool_sync(&f));
+  CHECK_OK(pool_group_init(&s->g, NULL));
+  CHECK_OK(pool_group_spawn(&s->g, sw_child, s));
+  CHECK_OK(pool_group_wait(&s->g));
+  CHECK_OK(pool_parallel_for(NULL, 0, 8, 1, sw_body, s));
+  CHECK_OK(pool_group_init(&s->late, NULL));
+  CHECK_OK(pool_group_spawn(&s->late, sw_late, s));
+  CHECK_OK(pool_job_init(&s->cont, NULL, sw_cont, s));
+  CHECK_OK(pool_job_after_group(&s->cont, &s->late));
+  CHECK_OK(pool_job_start(&s->cont));
+  atomic_store(&s->fn_done, 1);
+}
+
+static void self_wait(pool_t *p) {
+  sw_state *s = calloc(1, sizeof *s);
+  CHECK(s);
+  atomic_store(&s->rc_fn, -1);
+  atomic_store(&s->rc_frame, -1);
+  atomic_store(&s->rc_child, -1);
+  atomic_store(&s->rc_late, -1);
+  CHECK_OK(pool_job_submit(p, &s->job, sw_fn, s));
+  /* Bounded: a wait that blocks for itself never lets the function end. */
+  if (!job_wait_until(&s->fn_done, 1))
+    FAIL("the job's function did not return: a wait for its own job blocked (%d)\n",
+         atomic_load(&s->rc_fn));
+  CHECK_OK(pool_job_wait(&s->job));
+  CHECK_OK(pool_job_wait(&s->cont));
+  CHECK_EQ(atomic_load(&s->rc_fn), EDEADLK);
+  CHECK_EQ(atomic_load(&s->rc_frame), EDEADLK);
+  CHECK_EQ(atomic_load(&s->rc_child), EDEADLK);
+  CHECK_EQ(atomic_load(&s->rc_late), EDEADLK);
+  CHECK_EQ(atomic_load(&s->loop_calls), 8);
+  CHECK_EQ(atomic_load(&s->loop_other), 0);
+  free(s);
+}
+
+static void case_self_wait(void) { ON_POOLS(self_wait, 1, 2); }
+
+/* ---- fork_child ------------------------------------------------------------------- */
+
+static void fk_hold(void *arg) { gate_pass((jgate *)arg); }
+static void fk_nop(void *arg) { (void)arg; }
+
+/* In the child: the parent's open jobs report EOWNERDEAD, its complete
+ * one its status. */
+static void fk_check(pool_job_t *run, pool_job_t *queued, pool_job_t *done) {
+  CHECK_EQ(pool_job_wait(run), EOWNERDEAD);
+  CHECK_EQ(pool_job_wait(queued), EOWNERDEAD);
+  CHECK_EQ(pool_job_status(run), EOWNERDEAD);
+  CHECK_EQ(pool_job_status(queued), EOWNERDEAD);
+  CHECK_OK(pool_job_wait(done));
+  CHECK_OK(pool_job_status(done));
+}
+
+static void case_fork_child(void) {
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("fork() of a threaded process under qemu-user");
+  if (TEST_UNDER_ASAN || TEST_UNDER_TSAN)
+    TEST_SKIP("a threaded fork under ThreadSanitizer or AddressSanitizer (see test/fault/fork.c)");
+  static jgate gate;
+  pool_t *p = make_pool(1);
+  pool_job_t run, queued, done, unstarted;
+  CHECK_OK(pool_job_submit(p, &done, fk_nop, NULL));
+  CHECK_OK(pool_job_wait(&done));
+  CHECK_OK(pool_job_init(&run, p, fk_hold, &gate));
+  CHECK_OK(pool_job_init(&queued, p, fk_nop, NULL));
+  CHECK_OK(pool_job_after(&queued, &run));
+  CHECK_OK(pool_job_start(&queued));
+  CHECK_OK(pool_job_start(&run));
+  CHECK_OK(pool_job_init(&unstarted, p, fk_nop, NULL));
+  CHECK(job_wait_until(&gate.waiting, 1)); /* `run` is running */
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    check_watchdog(60); /* a wait that blocks ends the child */
+    fk_check(&run, &queued, &done);
+    CHECK_OK(pool_destroy(p));
+    fk_check(&run, &queued, &done);
+    /* Takes p's struct (destroyed structs are reused last in, first out):
+     * the gate and the generation are a live pool's again. */
+    pool_t *c = make_pool(1);
+    fk_check(&run, &queued, &done);
+    pool_job_t mine;
+    CHECK_OK(pool_job_init(&mine, c, fk_nop, NULL));
+    CHECK_EQ(pool_job_after(&mine, &queued), EOWNERDEAD);
+    CHECK_OK(pool_job_after(&mine, &done)); /* complete: satisfied at once */
+    CHECK_OK(pool_job_start(&mine));
+    CHECK_OK(pool_job_wait(&mine));
+    CHECK_OK(pool_job_start(&unstarted));
+    CHECK_EQ(pool_job_wait(&unstarted), EOWNERDEAD);
+    CHECK_OK(pool_destroy(c));
+    fflush(NULL);
+    _exit(0);
+  }
+  gate_open(&gate);
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    FAIL("the child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  CHECK_OK(pool_job_wait(&queued));
+  CHECK_OK(pool_job_wait(&run));
+  CHECK_OK(pool_job_start(&unstarted));
+  CHECK_OK(pool_job_wait(&unstarted));
+  CHECK_OK(pool_destroy(p));
+}
+
 TEST_MAIN(300, TEST_CASE(outside_many), TEST_CASE(status_phases), TEST_CASE(job_waits_job),
           TEST_CASE(wait_chain), TEST_CASE(child_waits_job), TEST_CASE(other_pool),
           TEST_CASE(free_when_complete), TEST_CASE(storage_reuse),
-          TEST_CASE(pushed_while_waited))
+          TEST_CASE(pushed_while_waited), TEST_CASE(self_wait), TEST_CASE(fork_child))

@@ -1317,6 +1317,11 @@ POOL_API int pool_job_submit(pool_t *pool, pool_job_t *job, pool_fn fn, void *ar
  * child, loop body or isolated call nested in it) would wait for itself:
  * it returns EDEADLK. Other waits that close a cycle (a job waiting for
  * one that waits for it, or for a job after it) are not detected.
+ * A wait from outside the job's pool is an outside call into it
+ * (\ref faults): pool_destroy() of that pool returns only once the wait
+ * returned, which, for a job after a job of another pool, may be when that
+ * predecessor completes (the job is then skipped with ESHUTDOWN); the
+ * destroy sleeps meanwhile.
  * \param job an initialised job.
  * \return the job's status: 0; its failure (pool_fail() in it, or its
  *         first failed predecessor's); ECANCELED; ESHUTDOWN; ENOMEM (see

@@ -576,19 +576,22 @@ int pool_destroy(pool_t *pool) {
   WS_ASSERT(ws_submits_idle(p));
   WS_ASSERT(!ws_global_maybe_nonempty(p));
   /* Every task has run now, so every outside caller still inside the pool
-   * (blocked in pool_sync, pool_group_wait, parallel_for, wait_idle, or
-   * between its push and its notify) has its condition met. Kick the
-   * pool's event for any blocked one, then wait until the last has left. */
+   * blocked in pool_sync, pool_group_wait, parallel_for or wait_idle has
+   * its condition met, and its completer woke it (design.md 5.6, 5.7); one
+   * wake more, for those the drain met, costs a fence. One between its push
+   * and its notify leaves on its own. A pool_job_wait may stay much longer:
+   * its job's predecessor may be of another pool and complete at any time,
+   * and only that completion (ESHUTDOWN here, job.c) wakes it. So destroy
+   * sleeps on the gate, woken by the emptying leave (ws_leave), however
+   * many threads are registered on the event: waking them again and
+   * yielding in a loop burned a core until the last predecessor ended. */
+  ws_latch_notify(p, WS_WAKE_OUTSIDE);
   for (;;) {
     /* Acquire: the leaves' releases; what they did is done before we free. */
     v = ws_u32_load(&p->gate, ws_acquire);
     if (v == WS_GATE_CLOSED) break;
-    if (ws_u32_load(&p->ext.waiters, ws_acquire) != 0) {
-      ws_latch_notify(p, WS_WAKE_OUTSIDE);
-      sched_yield();
-    } else {
-      ws_futex_wait(&p->gate, v);
-    }
+    /* Returns at once if a leave or a late entry changed the word since. */
+    ws_futex_wait(&p->gate, v);
   }
   ws_visitors_wait(p);
   ws_prof_destroyed(p);

@@ -40,6 +40,13 @@
  *                   past P's destroy: after the destroy P's hooks hold
  *                   nothing and are never called again; the job completes
  *                   with ESHUTDOWN.
+ *  foreign_wait_sleeps  an outside thread blocked in pool_job_wait() on a
+ *                   job of P after a job of A that runs on until main lets
+ *                   it end: P's destroy waits for that thread, asleep on
+ *                   its gate (read in /proc: a futex wait on the word the
+ *                   handle points to, design.md 10.1), not waking and
+ *                   yielding in a loop; then the job completes with
+ *                   ESHUTDOWN, the wait returns it, the destroy 0.
  * No timing assertions. */
 #include <errno.h>
 #include <pthread.h>
@@ -48,11 +55,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
 #include "job_util.h"
 #include "testutil.h"
+#include "wspool_test_config.h"
 
 static void nop(void *arg) { (void)arg; }
 
@@ -526,6 +536,124 @@ static void case_edge_blocks(void) {
   }
 }
 
+/* ---- foreign_wait_sleeps ------------------------------------------------------------ */
+
+typedef struct fws_state {
+  pool_t *p;
+  pool_job_t pred; /* in pool A: runs until `go` */
+  pool_job_t job;  /* in P, after pred */
+  atomic_uint go, tid_set, destroyed;
+  atomic_long destroy_tid;
+  int wait_rc, destroy_rc;
+} fws_state;
+
+static fws_state fws;
+
+static void fws_pred(void *arg) {
+  (void)arg;
+  while (!atomic_load(&fws.go)) sleep_ms(1);
+}
+
+static void *fws_waiter(void *arg) {
+  (void)arg;
+  fws.wait_rc = pool_job_wait(&fws.job);
+  return NULL;
+}
+
+static void *fws_destroyer(void *arg) {
+  (void)arg;
+  atomic_store(&fws.destroy_tid, (long)syscall(SYS_gettid));
+  atomic_store(&fws.tid_set, 1);
+  fws.destroy_rc = pool_destroy(fws.p);
+  atomic_store(&fws.destroyed, 1);
+  return NULL;
+}
+
+/* P's line of pool_dump_state() counts `waiters` blocked outside threads. */
+static int fws_blocked(pool_t *p, unsigned waiters) {
+  static char buf[1 << 16];
+  int fds[2];
+  CHECK_OK(pipe(fds));
+  CHECK_OK(pool_dump_state(fds[1]));
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t k;
+  while (n < sizeof buf - 1 && (k = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)k;
+  close(fds[0]);
+  buf[n] = 0;
+  char head[64], want[64];
+  snprintf(head, sizeof head, "wspool: pool %#lx ", (unsigned long)(uintptr_t)p);
+  snprintf(want, sizeof want, "blocked outside threads %u ", waiters);
+  const char *line = strstr(buf, head);
+  if (!line) return 0;
+  const char *end = strchr(line, '\n'), *at = strstr(line, want);
+  return at && (!end || at < end);
+}
+
+/* 1: thread `tid` is blocked in FUTEX_WAIT_PRIVATE on `word`; 0: it is
+ * not; -1: /proc does not say (no such file, or not readable here). */
+static int fws_futex_waiting(long tid, const void *word) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char *got = fgets(line, sizeof line, f);
+  fclose(f);
+  if (!got) return -1;
+  char *e;
+  long nr = strtol(line, &e, 10);
+  if (e == line) return 0; /* "running" */
+  unsigned long long addr = strtoull(e, &e, 16), op = strtoull(e, &e, 16);
+  return nr == SYS_futex && addr == (unsigned long long)(uintptr_t)word && op == 0x80;
+}
+
+static void case_foreign_wait_sleeps(void) {
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("/proc of an emulated process");
+  if (!WSPOOL_TEST_FUTEX) TEST_SKIP("the portable futex fallback sleeps on condition variables");
+  if (fws_futex_waiting((long)syscall(SYS_gettid), NULL) < 0)
+    TEST_SKIP("no /proc/self/task/N/syscall here");
+  memset(&fws, 0, sizeof fws);
+  pool_t *a = make_pool(1);
+  fws.p = make_pool(1);
+  CHECK_OK(pool_job_init(&fws.pred, a, fws_pred, NULL));
+  CHECK_OK(pool_job_init(&fws.job, fws.p, nop, NULL));
+  CHECK_OK(pool_job_after(&fws.job, &fws.pred));
+  CHECK_OK(pool_job_start(&fws.job));
+  CHECK_OK(pool_job_start(&fws.pred));
+  pthread_t waiter, destroyer;
+  CHECK_OK(pthread_create(&waiter, NULL, fws_waiter, NULL));
+  /* Blocked on P's event before the destroy begins: the destroy then
+   * finds it there when it waits for the last outside call to leave. */
+  double end = job_now() + 30.0 * (double)test_stress_factor();
+  while (!fws_blocked(fws.p, 1)) {
+    if (job_now() > end) FAIL("pool_job_wait never blocked\n");
+    sleep_ms(1);
+  }
+  CHECK_OK(pthread_create(&destroyer, NULL, fws_destroyer, NULL));
+  CHECK(job_wait_until(&fws.tid_set, 1));
+  /* The gate is the first word of the pool's struct (design.md 10.1),
+   * which the handle points to. Asleep on it: the destroy ran the drain
+   * and joined the workers, and waits for the waiter to leave. */
+  long tid = atomic_load(&fws.destroy_tid);
+  end = job_now() + 30.0 * (double)test_stress_factor();
+  int asleep;
+  while ((asleep = fws_futex_waiting(tid, fws.p)) != 1) {
+    CHECK(asleep == 0);
+    CHECK(!atomic_load(&fws.destroyed));
+    if (job_now() > end) FAIL("pool_destroy never slept on its gate (it spins)\n");
+    sleep_ms(1);
+  }
+  CHECK(!atomic_load(&fws.destroyed));
+  atomic_store(&fws.go, 1);
+  CHECK_OK(pthread_join(destroyer, NULL));
+  CHECK_OK(pthread_join(waiter, NULL));
+  CHECK_OK(fws.destroy_rc);
+  CHECK_EQ(fws.wait_rc, ESHUTDOWN);
+  CHECK_EQ(pool_job_status(&fws.job), ESHUTDOWN);
+  CHECK_OK(pool_job_wait(&fws.pred));
+  CHECK_OK(pool_destroy(a));
+}
+
 TEST_MAIN(300, TEST_CASE(late_release), TEST_CASE(start_after_destroy), TEST_CASE(destroy_running),
           TEST_CASE(wait_idle), TEST_CASE(cross_pool_idle), TEST_CASE(cross_pool_destroy),
-          TEST_CASE(recycled), TEST_CASE(edge_blocks))
+          TEST_CASE(recycled), TEST_CASE(edge_blocks), TEST_CASE(foreign_wait_sleeps))

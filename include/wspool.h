@@ -288,7 +288,8 @@
  *   frame stack (pool_frame_push(), typed tasks' NAME_push), and the CPU sets of sched_getaffinity() and
  *   binding (CPU_ALLOC, freed before the call returns), including the
  *   one pool_create() reads before the pool exists (its CPU count, for
- *   `threads = 0` and the idle poll);
+ *   `threads = 0` and the idle poll; the pool keeps a copy, through the
+ *   hooks);
  * - the objects of the C++ layer (wspool.hpp), from operator new;
  * - a job's edge blocks (its third predecessor on, 512 bytes for 31
  *   edges), from malloc: they live until its last predecessor completes,
@@ -365,7 +366,8 @@ typedef void (*pool_fn)(void *arg);
 
 /** Where workers are bound (see docs/placement.md). */
 typedef enum pool_bind {
-  POOL_BIND_NONE,   /**< no binding; the OS places threads (default) */
+  POOL_BIND_NONE,   /**< no binding; the OS places threads on the CPUs
+                         `threads` = 0 counts (default) */
   POOL_BIND_CORE,   /**< compact: one worker per physical core, filling one
                          cache/NUMA domain before the next; SMT siblings only
                          once every core has a worker */
@@ -375,8 +377,11 @@ typedef enum pool_bind {
 /** Pool configuration. Fill with pool_config_default(), then override. */
 typedef struct pool_config {
   /** Worker count. <b>0 is not an error: it means one worker per CPU</b>
-      of the process's allowed set (sched_getaffinity, so taskset and
-      cgroup cpusets count); a program whose own setting of 0 means
+      the creating thread may run on (sched_getaffinity, so taskset, cgroup
+      cpusets and the program's sched_setaffinity count; from a task, a
+      hook or a job, the CPUs its pool was created with, not the one CPU of
+      a bound worker: docs/placement.md, "Usable CPUs"), which the workers
+      of POOL_BIND_NONE run on; a program whose own setting of 0 means
       something else must check before it calls pool_create(). More workers
       than CPUs is allowed; above POOL_MAX_THREADS is EINVAL. */
   unsigned threads;

@@ -6,6 +6,8 @@
 #ifndef WS_API_H
 #define WS_API_H
 
+#include <sched.h>
+
 #include "options.h"
 #include "scheduler.h"
 #include "latch.h"
@@ -47,9 +49,17 @@ void ws_unreserve(struct pool *p);
  * worker: fill w->cpu (planned PU or -1), w->numa and the victim order.
  * bind: bind the started thread of w; 0 or an errno value. */
 struct ws_placement;
-/* CPUs in the calling thread's affinity (taskset, cgroup cpusets), at least 1. */
-unsigned ws_allowed_cpus(void);
-int ws_placement_plan(struct pool *p);
+/* The origin set of a pool the calling thread creates (docs/placement.md,
+ * "Usable CPUs"): the thread's affinity (taskset, cgroup cpusets, the
+ * program's sched_setaffinity); on a thread of a pool (worker, stand-in),
+ * the origin set of that pool: its affinity is the library's doing (a
+ * bound worker's one CPU). A set to CPU_FREE, *size bytes; NULL (errno)
+ * when it cannot be read. */
+cpu_set_t *ws_origin_cpus(size_t *size);
+/* The CPUs in a set, at least 1; the online CPUs for a NULL set. */
+unsigned ws_cpu_count(const cpu_set_t *set, size_t size);
+/* `origin` (may be NULL: unknown) is copied; unbound workers run on it. */
+int ws_placement_plan(struct pool *p, const cpu_set_t *origin, size_t size);
 int ws_placement_worker(struct pool *p, ws_worker *w);
 int ws_placement_bind(struct pool *p, ws_worker *w);
 void ws_placement_free(struct pool *p);

@@ -11,13 +11,14 @@
  * Two ways to plan:
  *  - hwloc (WS_HAVE_HWLOC): the topology hwloc loads, which honours
  *    HWLOC_SYNTHETIC / HWLOC_XMLFILE / HWLOC_THISSYSTEM like hwloc's tools.
- *    Only PUs that are online, allowed (cgroup cpuset) and in the creating
- *    thread's affinity (taskset) are used. When the topology is not this
- *    machine (synthetic, XML), the plan is a preview: workers report their
- *    planned PU but threads are not bound.
- *  - portable (no hwloc, or hwloc failed to load): the creating thread's
- *    allowed CPUs in ascending order, worker i on the i-th (wrapping), bound
- *    with pthread_setaffinity_np(); nothing is known about cores, caches or
+ *    Only PUs that are online, allowed (cgroup cpuset) and in the pool's
+ *    origin set (ws_origin_cpus: the creating thread's affinity, taskset's)
+ *    are used. When the topology is not this machine (synthetic, XML), the
+ *    plan is a preview: workers report their planned PU but threads are
+ *    not bound.
+ *  - portable (no hwloc, or hwloc failed to load): the origin set's CPUs in
+ *    ascending order, worker i on the i-th (wrapping), bound with
+ *    pthread_setaffinity_np(); nothing is known about cores, caches or
  *    NUMA nodes, so both policies are the same and every NUMA node is -1.
  *
  * The topology is loaded once per process (per topology source: the
@@ -30,7 +31,9 @@
  *
  * A pool with POOL_BIND_NONE loads no topology at all: pool creation stays
  * cheap for the default pool, workers are unbound (cpu -1, NUMA -1) and
- * steal from everyone with equal preference. */
+ * steal from everyone with equal preference. Unbound workers run on the
+ * origin set: a thread inherits its creator's affinity, so when that is
+ * not the origin set (a pool created by a bound worker) it is set. */
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -58,6 +61,12 @@ typedef struct slot {
 
 struct ws_placement {
   unsigned n;       /* workers */
+  /* The origin set (ws_origin_cpus), origin_size bytes, from the pool's
+   * allocator; NULL when it could not be read. `reaffine`: the creating
+   * thread's affinity is not it, so unbound workers get it (ws_placement_bind). */
+  cpu_set_t *origin;
+  size_t origin_size;
+  bool reaffine;
   slot *slots;      /* n entries; NULL: workers are unbound */
   bool bind;        /* bind threads for real (false: a preview, see above) */
   bool hw_mem;      /* worker memory comes from hwloc (freed with hwloc_free) */
@@ -117,39 +126,46 @@ static int probe_affinity(void) {
   return err;
 }
 
-/* The calling thread's allowed CPUs in ascending order, from the pool's
- * allocator (*bytes of it: free with ws_mem_free); <0 on ENOMEM, 0 when
- * the affinity cannot be read. */
-static int allowed_list(ws_mem *m, int **out, size_t *bytes) {
-  size_t size;
+/* The origin set's CPUs in ascending order, from the pool's allocator
+ * (*bytes of it: free with ws_mem_free); <0 on ENOMEM, 0 when the set is
+ * unknown. */
+static int allowed_list(ws_mem *m, const struct ws_placement *pl, int **out, size_t *bytes) {
+  const cpu_set_t *set = pl->origin;
+  size_t size = pl->origin_size;
   *out = NULL;
   *bytes = 0;
-  cpu_set_t *set = get_affinity(&size);
-  if (!set) return errno == ENOMEM ? -1 : 0;
+  if (!set) return 0;
   int n = CPU_COUNT_S(size, set), k = 0;
   *bytes = (size_t)(n > 0 ? n : 1) * sizeof(int);
   int *cpus = ws_mem_alloc(m, *bytes);
-  if (!cpus) {
-    CPU_FREE(set);
-    return -1;
-  }
+  if (!cpus) return -1;
   for (int c = 0; (size_t)c < size * 8 && k < n; c++)
     if (CPU_ISSET_S((size_t)c, size, set)) cpus[k++] = c;
-  CPU_FREE(set);
   *out = cpus;
   return k;
 }
 
-unsigned ws_allowed_cpus(void) {
-  size_t size;
-  cpu_set_t *set = get_affinity(&size);
-  if (set) {
-    int n = CPU_COUNT_S(size, set);
-    CPU_FREE(set);
-    if (n > 0) return (unsigned)n;
+cpu_set_t *ws_origin_cpus(size_t *size) {
+  ws_worker *w = ws_self();
+  const struct ws_placement *pl = w ? w->pool->placement : NULL;
+  if (!pl || !pl->origin) return get_affinity(size);
+  /* A thread of a pool (worker or stand-in): its pool's, which outlives
+   * it (destroy frees the plan after the joins). */
+  cpu_set_t *set = CPU_ALLOC(pl->origin_size * 8);
+  if (!set) {
+    errno = ENOMEM;
+    return NULL;
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1;
+  memcpy(set, pl->origin, pl->origin_size);
+  *size = pl->origin_size;
+  return set;
+}
+
+unsigned ws_cpu_count(const cpu_set_t *set, size_t size) {
+  int n = set ? CPU_COUNT_S(size, set) : 0;
+  if (n > 0) return (unsigned)n;
+  long k = sysconf(_SC_NPROCESSORS_ONLN);
+  return k > 0 ? (unsigned)k : 1;
 }
 
 /* Binding was asked for and cannot be done here (err from the probe): an
@@ -167,7 +183,7 @@ static int portable_plan(struct pool *p, struct ws_placement *pl) {
   if (err) return binding_impossible(p, pl, err);
   int *cpus;
   size_t cpus_bytes;
-  int k = allowed_list(&p->mem, &cpus, &cpus_bytes);
+  int k = allowed_list(&p->mem, pl, &cpus, &cpus_bytes);
   if (k < 0) return ENOMEM;
   if (k == 0) {
     ws_mem_free(&p->mem, cpus, cpus_bytes);
@@ -295,9 +311,9 @@ static void describe_pu(hwloc_topology_t t, hwloc_obj_t pu, cand *c) {
 }
 
 /* The PUs the plan may use: online, allowed, and, on this machine, in the
- * calling thread's affinity (taskset). A synthetic or XML topology describes
- * another machine: its allowed set is all of it. */
-static hwloc_bitmap_t usable_set(hwloc_topology_t t, bool here) {
+ * origin set (taskset). A synthetic or XML topology describes another
+ * machine: its allowed set is all of it. */
+static hwloc_bitmap_t usable_set(hwloc_topology_t t, bool here, const struct ws_placement *pl) {
   hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(t);
   hwloc_const_bitmap_t all = hwloc_topology_get_topology_cpuset(t);
   if (!allowed || !all) return NULL;
@@ -313,11 +329,12 @@ static hwloc_bitmap_t usable_set(hwloc_topology_t t, bool here) {
     hwloc_bitmap_free(set);
     return NULL;
   }
-  /* A thread whose binding cannot be read (or lies outside the set) uses
-   * the whole set; an allocation failure inside the AND is ENOMEM. */
+  /* An origin set that is unknown (or lies outside the set) means the
+   * whole set; an allocation failure inside hwloc is ENOMEM. */
   int rc = 0;
-  if (hwloc_get_cpubind(t, mine, HWLOC_CPUBIND_THREAD) == 0 && hwloc_bitmap_intersects(set, mine))
-    rc = hwloc_bitmap_and(set, set, mine);
+  for (size_t c = 0; pl->origin && c < pl->origin_size * 8 && rc == 0; c++)
+    if (CPU_ISSET_S(c, pl->origin_size, pl->origin)) rc = hwloc_bitmap_set(mine, (unsigned)c);
+  if (rc == 0 && hwloc_bitmap_intersects(set, mine)) rc = hwloc_bitmap_and(set, set, mine);
   hwloc_bitmap_free(mine);
   if (rc != 0) {
     hwloc_bitmap_free(set);
@@ -426,7 +443,7 @@ static int hw_plan(struct pool *p, struct ws_placement *pl) {
     int err = hw_can_bind(t);
     if (err) return binding_impossible(p, pl, err);
   }
-  hwloc_bitmap_t usable = usable_set(t, here);
+  hwloc_bitmap_t usable = usable_set(t, here, pl);
   if (!usable) return ENOMEM;
   int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
   size_t c_bytes = (size_t)(npu > 0 ? npu : 0) * sizeof(cand);
@@ -543,11 +560,22 @@ void ws_placement_atfork(int phase) {
 #endif
 }
 
-int ws_placement_plan(struct pool *p) {
+int ws_placement_plan(struct pool *p, const cpu_set_t *origin, size_t size) {
   struct ws_placement *pl = ws_mem_calloc(&p->mem, 1, sizeof(*pl));
   p->placement = pl;
   if (!pl) return ENOMEM;
   pl->n = p->nthreads;
+  if (origin) {
+    if (!(pl->origin = ws_mem_alloc(&p->mem, size))) return ENOMEM;
+    memcpy(pl->origin, origin, size);
+    pl->origin_size = size;
+    /* Only a thread of a pool has an affinity that is not its origin set
+     * (ws_origin_cpus), unless the program set it so: others pay nothing. */
+    size_t mine_size;
+    cpu_set_t *mine = ws_self() ? get_affinity(&mine_size) : NULL;
+    pl->reaffine = mine && !(mine_size == size && CPU_EQUAL_S(size, mine, origin));
+    if (mine) CPU_FREE(mine);
+  }
   int rc = 0;
   if (p->cfg.bind != POOL_BIND_NONE) {
     rc = -1;
@@ -616,8 +644,14 @@ int ws_placement_worker(struct pool *p, ws_worker *w) {
 
 int ws_placement_bind(struct pool *p, ws_worker *w) {
   const struct ws_placement *pl = p->placement;
-  if (!pl || !pl->slots || w->cpu < 0) return 0;
-  if (!pl->bind) return 0; /* a preview of another machine */
+  if (!pl) return 0;
+  if (!pl->slots || w->cpu < 0 || !pl->bind) {
+    /* Unbound, or a preview of another machine: the origin set, not the
+     * creator's one CPU. Best effort, as a stand-in's (standin.c): where
+     * it cannot be set, the thread keeps what it inherited. */
+    if (pl->reaffine) (void)pthread_setaffinity_np(w->thread, pl->origin_size, pl->origin);
+    return 0;
+  }
   /* Always sched_setaffinity, also with a topology: that is what hwloc
    * does on Linux, but hwloc 2.9 does not check its own CPU_ALLOC there
    * and crashes when that allocation fails. PU OS indexes are CPU
@@ -637,6 +671,7 @@ void ws_placement_free(struct pool *p) {
   if (!pl) return;
   if (pl->slots) ws_mem_free(&p->mem, pl->slots, pl->n * sizeof(slot)); /* the topology is shared: it stays */
   if (pl->reps) ws_mem_free(&p->mem, pl->reps, pl->n * sizeof(unsigned));
+  if (pl->origin) ws_mem_free(&p->mem, pl->origin, pl->origin_size);
   ws_mem_free(&p->mem, pl, sizeof(*pl));
   p->placement = NULL;
 }

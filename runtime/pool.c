@@ -251,9 +251,11 @@ static void stop_workers(struct pool *p) {
 }
 
 /* The configuration a pool is created with: the caller's (NULL: the
- * defaults and environment), checked, with its automatic values filled in.
- * 0 or EINVAL. */
-static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
+ * defaults and environment), checked, with its automatic values filled in:
+ * `threads` 0 is a worker per CPU of the origin set (NULL: unknown; the
+ * online CPUs). 0 or EINVAL. */
+static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg,
+                          const cpu_set_t *origin, size_t origin_size) {
   if (cfg_in)
     *cfg = *cfg_in;
   else
@@ -263,7 +265,7 @@ static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
     return EINVAL;
   if (cfg->bind != POOL_BIND_NONE && cfg->bind != POOL_BIND_CORE && cfg->bind != POOL_BIND_SPREAD)
     return EINVAL;
-  unsigned allowed = ws_allowed_cpus();
+  unsigned allowed = ws_cpu_count(origin, origin_size);
   ws_usable_note(allowed); /* for the idle poll's neighbour rule (busy.h) */
   if (cfg->threads == 0) {
     cfg->threads = allowed;
@@ -282,7 +284,8 @@ static int resolve_config(const pool_config_t *cfg_in, pool_config_t *cfg) {
 /* Everything of a new pool but its threads: the queue, the sleep state,
  * the placement plan and each worker, on its NUMA node. On failure the
  * pool is freed. */
-static int build_pool(struct pool *p, const pool_config_t *cfg) {
+static int build_pool(struct pool *p, const pool_config_t *cfg, const cpu_set_t *origin,
+                      size_t origin_size) {
   /* Written only when it changes (a struct made before a fork): a late
    * caller of the struct's previous pool may be reading it. */
   if (p->fork_gen != ws_fork_gen) p->fork_gen = ws_fork_gen;
@@ -326,7 +329,7 @@ static int build_pool(struct pool *p, const pool_config_t *cfg) {
    * before its first look (worker.c). */
   p->asleep = ws_mem_calloc(&p->mem, p->nthreads, sizeof(ws_u32));
   for (unsigned i = 0; p->asleep && i < p->nthreads; i++) ws_u32_store(&p->asleep[i], 1, ws_relaxed);
-  rc = p->workers && p->asleep ? ws_placement_plan(p) : ENOMEM;
+  rc = p->workers && p->asleep ? ws_placement_plan(p, origin, origin_size) : ENOMEM;
   for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = new_worker(p, i);
   /* Workers beyond the size park before their first task (worker.c).
    * Relaxed: pthread_create orders it before the thread's first read. */
@@ -416,8 +419,7 @@ static int start_workers(struct pool *p) {
       break;
     }
     w->started = true;
-    if (w->cpu < 0) continue;
-    int brc = ws_placement_bind(p, w);
+    int brc = ws_placement_bind(p, w); /* an unbound worker too (its CPUs) */
     if (brc == 0) continue;
     if (p->cfg.bind_strict) {
       rc = ENOTSUP;
@@ -435,10 +437,11 @@ static int start_workers(struct pool *p) {
   return rc;
 }
 
-int pool_create(pool_t **out, const pool_config_t *cfg_in) {
-  if (!out) return EINVAL;
+/* pool_create with the origin set (ws_origin_cpus; NULL: unknown). */
+static int create(pool_t **out, const pool_config_t *cfg_in, const cpu_set_t *origin,
+                  size_t origin_size) {
   pool_config_t cfg;
-  int rc = resolve_config(cfg_in, &cfg);
+  int rc = resolve_config(cfg_in, &cfg, origin, origin_size);
   if (rc) return rc;
   if ((rc = ws_fork_setup()) != 0) return rc;
   ws_fence_global_init();
@@ -447,7 +450,7 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   if (WS_CHAOS_BUILD) ws_chaos_init((uint64_t)ws_option_long(WS_OPT_CHAOS_SEED));
   struct pool *p = new_pool_struct();
   if (!p) return ENOMEM;
-  if ((rc = build_pool(p, &cfg)) != 0) return rc;
+  if ((rc = build_pool(p, &cfg, origin, origin_size)) != 0) return rc;
   ws_trace_pool_created(p);
   if ((rc = start_workers(p)) != 0) {
     ws_trace_pool_destroyed(p);
@@ -463,6 +466,18 @@ int pool_create(pool_t **out, const pool_config_t *cfg_in) {
   ws_u32_fetch_add(&p->gate, (uint32_t)0 - WS_GATE_CLOSED, ws_release);
   *out = p;
   return 0;
+}
+
+int pool_create(pool_t **out, const pool_config_t *cfg_in) {
+  if (!out) return EINVAL;
+  size_t size = 0;
+  cpu_set_t *origin = ws_origin_cpus(&size);
+  /* NULL: no memory, or the affinity cannot be read (then unknown: every
+   * online CPU counts, every allowed one is usable). */
+  if (!origin && errno == ENOMEM) return ENOMEM;
+  int rc = create(out, cfg_in, origin, size);
+  if (origin) CPU_FREE(origin);
+  return rc;
 }
 
 /* Entry accounting (docs/design.md, 10.1 "The entry gate").

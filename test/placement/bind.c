@@ -8,12 +8,19 @@
  * keep the process's affinity. With hwloc: CORE puts the first workers on
  * distinct cores, worker memory is bound to the worker's NUMA node.
  *
- * Cases: core, spread, none, strict; and, only when named, taskset: the
- * program re-executed restricted to one CPU (CPU 1 when allowed, like
- * `taskset -c 1`; else the highest allowed one) runs `restricted`, the four
- * cases again with every worker on that CPU. `restricted` alone runs them in
- * a process already limited to one CPU (`taskset -c N placement_bind
- * restricted`). */
+ * From a worker bound to one CPU (from_worker): the default pool, a pool of
+ * NULL config and a NONE pool of 3 created in a task of that worker have
+ * every worker on the process's CPUs (the default pool and threads = 0: one
+ * worker per CPU), a CORE pool of threads = 0 one worker on each allowed CPU
+ * (include/wspool.h, `threads`; docs/placement.md, "Usable CPUs"). The
+ * case is the program's first use of the default pool.
+ *
+ * Cases: core, spread, none, strict, from_worker; and, only when named,
+ * taskset: the program re-executed restricted to one CPU (CPU 1 when
+ * allowed, like `taskset -c 1`; else the highest allowed one) runs
+ * `restricted`, the first four cases again with every worker on that CPU.
+ * `restricted` alone runs them in a process already limited to one CPU
+ * (`taskset -c N placement_bind restricted`). */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -189,6 +196,62 @@ static void case_none(void) {
 
 static void case_strict(void) { check_strict(); }
 
+/* What a task on the bound worker made (case_from_worker). */
+static struct {
+  cpu_set_t worker_mask;
+  pool_t *dflt, *none_auto, *none3, *core_auto;
+} nst;
+
+static void nested_create(void *arg) {
+  (void)arg;
+  CHECK_OK(sched_getaffinity(0, sizeof(nst.worker_mask), &nst.worker_mask));
+  nst.dflt = pool_default();
+  CHECK(nst.dflt);
+  CHECK_OK(pool_create(&nst.none_auto, NULL));
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.threads = 3;
+  cfg.stack_size = 256u << 10;
+  CHECK_OK(pool_create(&nst.none3, &cfg));
+  cfg.threads = 0;
+  cfg.bind = POOL_BIND_CORE;
+  CHECK_OK(pool_create(&nst.core_auto, &cfg));
+}
+
+static void case_from_worker(void) {
+  if (nallowed < 2) TEST_SKIP("one CPU: a bound worker's is the process's");
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.bind = POOL_BIND_CORE;
+  cfg.threads = 1;
+  cfg.stack_size = 256u << 10;
+  pool_t *a;
+  CHECK_OK(pool_create(&a, &cfg));
+  int cpu = pool_worker_cpu(a, 0);
+  if (cpu < 0) {
+    CHECK_OK(pool_destroy(a));
+    TEST_SKIP("workers cannot be bound here");
+  }
+  CHECK_OK(pool_submit(a, nested_create, NULL));
+  CHECK_OK(pool_wait_idle(a));
+  CHECK(mask_is_only(&nst.worker_mask, cpu));
+  CHECK_EQ(pool_threads(nst.dflt), nallowed);
+  check_affinity(nst.dflt, POOL_BIND_NONE, (unsigned)nallowed);
+  CHECK_EQ(pool_threads(nst.none_auto), nallowed);
+  check_planned(nst.none_auto, POOL_BIND_NONE, (unsigned)nallowed);
+  check_affinity(nst.none_auto, POOL_BIND_NONE, (unsigned)nallowed);
+  CHECK_EQ(pool_threads(nst.none3), 3);
+  check_planned(nst.none3, POOL_BIND_NONE, 3);
+  check_affinity(nst.none3, POOL_BIND_NONE, 3);
+  CHECK_EQ(pool_threads(nst.core_auto), nallowed);
+  check_planned(nst.core_auto, POOL_BIND_CORE, (unsigned)nallowed); /* each CPU once */
+  check_affinity(nst.core_auto, POOL_BIND_CORE, (unsigned)nallowed);
+  CHECK_OK(pool_destroy(nst.none_auto));
+  CHECK_OK(pool_destroy(nst.none3));
+  CHECK_OK(pool_destroy(nst.core_auto));
+  CHECK_OK(pool_destroy(a));
+}
+
 static void case_restricted(void) {
   /* The CPU the case taskset chose, else the only one allowed. */
   const char *cpu = getenv("WSPOOL_TEST_ONLY_CPU");
@@ -258,4 +321,5 @@ static void setup(void) {
 }
 
 TEST_MAIN_WITH(NULL, setup, 120, TEST_CASE(core), TEST_CASE(spread), TEST_CASE(none),
-               TEST_CASE(strict), TEST_CASE_NAMED(taskset), TEST_CASE_NAMED(restricted))
+               TEST_CASE(strict), TEST_CASE(from_worker), TEST_CASE_NAMED(taskset),
+               TEST_CASE_NAMED(restricted))

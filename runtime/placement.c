@@ -174,7 +174,7 @@ static int binding_impossible(struct pool *p, struct ws_placement *pl, int err) 
   if (err == ENOMEM) return ENOMEM;
   if (p->cfg.bind_strict) return ENOTSUP;
   warn_unbound(err);
-  pl->how = "unbound: binding impossible";
+  pl->how = "binding impossible";
   return 0;
 }
 
@@ -189,7 +189,7 @@ static int portable_plan(struct pool *p, struct ws_placement *pl) {
     ws_mem_free(&p->mem, cpus, cpus_bytes);
     if (p->cfg.bind_strict) return ENOTSUP;
     warn_unbound(ENOSYS);
-    pl->how = "unbound: no allowed CPU found";
+    pl->how = "no allowed CPU found";
     return 0;
   }
   pl->slots = ws_mem_alloc(&p->mem, pl->n * sizeof(slot));

@@ -1416,7 +1416,14 @@ POOL_API int pool_job_cancel(pool_job_t *job);
  * does not steal, so where it could have helped it waits, or sleeps; and a
  * wait inside for work spawned outside it (a group spawned into before) is
  * never helped by the waiter: on a pool whose other workers are busy or
- * blocked it may wait forever.
+ * blocked it may wait forever. The same holds, today, for the
+ * computation's own tasks that another thread took and then left where
+ * the waiter does not look, when no other worker is free to run them: a
+ * stand-in that took them in a region inside the computation and parked
+ * when the region ended, or a worker that pool_resize() parked (its deque
+ * goes to the global queue). So, on a pool of one worker (or where every
+ * worker waits inside the computation), do not enter blocking regions in
+ * an isolated computation, and do not shrink the pool while one runs.
  * \code
  *   static void update(void *arg) {        // may run as a task of any pool
  *     pthread_mutex_lock(&m);

@@ -1438,9 +1438,10 @@ POOL_API int pool_job_cancel(pool_job_t *job);
  * \brief The calling task is about to block: let a stand-in run the pool's
  * work meanwhile. Must be matched by pool_blocking_end() on the same
  * thread, in the same task: a task that returns inside a region is a
- * misuse nothing detects (the region goes on into the worker's next
+ * misuse, which only a `-Ddebug_checks=true` library detects (it reports
+ * it and aborts); elsewhere the region goes on into the worker's next
  * tasks, a stand-in still running beside it, until a pool_blocking_end()
- * on that thread). What the task spawned and has not synced yet
+ * on that thread. What the task spawned and has not synced yet
  * becomes stealable first, so stand-ins can run it. Async-signal-unsafe;
  * two atomic operations when no stand-in is needed, a futex wake when a
  * parked one is, a thread creation the first time a new one is.

@@ -196,6 +196,20 @@ static inline void wait_all_asleep(pool_t *p) {
 
 /* ---- the process ---------------------------------------------------------- */
 
+/* pool_dump_state()'s report, through a pipe, into buf (NUL-terminated;
+ * cut at size - 1 bytes). */
+static inline void dump_to(char *buf, size_t size) {
+  int fds[2];
+  CHECK_OK(pipe(fds));
+  CHECK_OK(pool_dump_state(fds[1]));
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t k;
+  while (n < size - 1 && (k = read(fds[0], buf + n, size - 1 - n)) > 0) n += (size_t)k;
+  close(fds[0]);
+  buf[n] = 0;
+}
+
 /* Runs fn(arg) with file descriptor 2 on a temporary file, and puts what
  * was written there in buf (NUL-terminated, cut to size - 1). */
 static inline void capture_stderr(char *buf, size_t size, void (*fn)(void *), void *arg) {

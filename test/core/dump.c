@@ -28,19 +28,6 @@
 #include "testutil.h"
 #include "wspool_test_config.h"
 
-/* The dump, through a pipe, into buf (NUL-terminated). */
-static void dump_to(char *buf, size_t size) {
-  int fds[2];
-  CHECK_OK(pipe(fds));
-  CHECK_OK(pool_dump_state(fds[1]));
-  close(fds[1]);
-  size_t n = 0;
-  ssize_t k;
-  while (n < size - 1 && (k = read(fds[0], buf + n, size - 1 - n)) > 0) n += (size_t)k;
-  close(fds[0]);
-  buf[n] = 0;
-}
-
 static size_t count(const char *text, const char *needle) {
   size_t k = 0;
   for (const char *s = text; (s = strstr(s, needle)) != NULL; s++) k++;

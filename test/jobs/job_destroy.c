@@ -572,15 +572,7 @@ static void *fws_destroyer(void *arg) {
 /* P's line of pool_dump_state() counts `waiters` blocked outside threads. */
 static int fws_blocked(pool_t *p, unsigned waiters) {
   static char buf[1 << 16];
-  int fds[2];
-  CHECK_OK(pipe(fds));
-  CHECK_OK(pool_dump_state(fds[1]));
-  close(fds[1]);
-  size_t n = 0;
-  ssize_t k;
-  while (n < sizeof buf - 1 && (k = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)k;
-  close(fds[0]);
-  buf[n] = 0;
+  dump_to(buf, sizeof buf);
   char head[64], want[64];
   snprintf(head, sizeof head, "wspool: pool %#lx ", (unsigned long)(uintptr_t)p);
   snprintf(want, sizeof want, "blocked outside threads %u ", waiters);

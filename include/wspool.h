@@ -1413,17 +1413,14 @@ POOL_API int pool_job_cancel(pool_job_t *job);
  * pool_submit()s, and jobs it makes ready, go to the global queue instead
  * (nothing in it waits for a submitted task; a wait for a job blocks in a
  * blocking region, so a stand-in runs it). The price: an isolated waiter
- * does not steal, so where it could have helped it waits, or sleeps; and a
- * wait inside for work spawned outside it (a group spawned into before) is
- * never helped by the waiter: on a pool whose other workers are busy or
- * blocked it may wait forever. The same holds, today, for the
- * computation's own tasks that another thread took and then left where
- * the waiter does not look, when no other worker is free to run them: a
- * stand-in that took them in a region inside the computation and parked
- * when the region ended, or a worker that pool_resize() parked (its deque
- * goes to the global queue). So, on a pool of one worker (or where every
- * worker waits inside the computation), do not enter blocking regions in
- * an isolated computation, and do not shrink the pool while one runs.
+ * does not steal, so where it could have helped it waits. Once nothing it
+ * may run is left, it sleeps inside a blocking region: a stand-in runs the
+ * pool's work meanwhile, and with it whatever the wait needs that the
+ * waiter may not run (the computation's tasks that another thread left on
+ * its deque or that pool_resize() moved to the global queue, work spawned
+ * outside the computation into a group it waits for). With a stand-in
+ * limit of 0 no thread runs in its place, and on a pool whose other
+ * workers are busy or blocked such a wait may never end.
  * \code
  *   static void update(void *arg) {        // may run as a task of any pool
  *     pthread_mutex_lock(&m);

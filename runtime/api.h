@@ -104,6 +104,13 @@ ws_worker *ws_worker_build(struct pool *p, unsigned id);
 void ws_worker_free(struct pool *p, ws_worker *w);
 void ws_worker_stack_bounds(ws_worker *w);
 
+/* Returns once `l` holds (latch.h), with the completer's writes visible:
+ * a worker of p helps, other threads block. An isolated worker with
+ * nothing left in its reach sleeps inside a blocking region (standin.c),
+ * so that a stand-in runs what it may not: its computation's tasks on
+ * other deques or in the global queue (design.md 7.5). */
+void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint);
+
 /* Registers the fork handlers (pool.c), once; ENOMEM if it cannot. */
 int ws_fork_setup(void);
 /* Fork handlers of placement.c and trace.c: 0 before fork() (take the

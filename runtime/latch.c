@@ -55,18 +55,27 @@ static void note_set(ws_worker *w, wait_note n) {
   ws_u32_store(&w->doing, n.doing, ws_relaxed);
 }
 
+/* What a wait on `l` shows in pool_dump_state. */
+static wait_note note_of(const ws_latch *l) {
+  return (wait_note){WS_DOING_WAIT, l->kind,
+                     l->kind == WS_LATCH_ZERO ? (void *)l->count : (void *)l->word, l->value};
+}
+
 /* A worker helps until the latch holds; after WAIT_SPIN_ROUNDS empty looks
- * it publishes its private frames and sleeps on the pool's waiter word. */
-static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
+ * it publishes its private frames and sleeps on the pool's waiter word.
+ * Isolated, it returns false there instead: it may run only its own deque
+ * above the floor, which no other thread pushes to, so nothing more will
+ * come within its reach (design.md 7.5). */
+static bool help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
   struct pool *p = w->pool;
   ws_sleep *s = &p->sleep;
   unsigned idle = 0;
+  bool held = true;
   /* For pool_dump_state: relaxed, read only by a diagnostic. Tasks run
    * while helping may wait in turn: the outer wait is restored after. */
   wait_note outer = note_get(w);
   const ws_scope *iso = ws_isolation();
-  note_set(w, (wait_note){WS_DOING_WAIT, l->kind,
-                          l->kind == WS_LATCH_ZERO ? (void *)l->count : (void *)l->word, l->value});
+  note_set(w, note_of(l));
   while (!holds(p, l, ws_acquire)) {
     ws_task *t = help_find(w, hint, iso);
     if (t) {
@@ -91,13 +100,17 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
         continue;
       }
     }
+    if (iso) {
+      held = false;
+      break;
+    }
     uint32_t e = ws_wait_prepare(s);
     if (holds(p, l, ws_acquire)) {
       ws_wait_cancel(s);
       break;
     }
     t = help_find(w, hint, iso);
-    if (t || (!iso && ws_may_help(w) && ws_global_maybe_nonempty(p))) {
+    if (t || (ws_may_help(w) && ws_global_maybe_nonempty(p))) {
       /* Work, or a lane that filled since the look. */
       ws_wait_cancel(s);
       if (t) ws_run(w, t);
@@ -108,6 +121,7 @@ static void help(ws_worker *w, const ws_latch *l, ws_worker *hint) {
     idle = 0;
   }
   note_set(w, outer);
+  return held;
 }
 
 /* Sets the waiter bit of a ZERO latch after the registration (a completer
@@ -141,10 +155,27 @@ void ws_latch_block(struct pool *p, const ws_latch *l) {
   if (flag) mark_waiter(l, false);
 }
 
-void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint) {
+bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint) {
   ws_worker *w = ws_self();
-  if (w && w->pool == p)
-    help(w, l, hint);
-  else
-    ws_latch_block(p, l);
+  if (w && w->pool == p) return help(w, l, hint);
+  ws_latch_block(p, l);
+  return true;
+}
+
+/* As help's sleep, with nothing to look for: woken by every notify of the
+ * pool's waiters (completers, and producers of work), it sleeps again
+ * until `l` holds. */
+void ws_latch_sleep(ws_worker *w, const ws_latch *l) {
+  ws_sleep *s = &w->pool->sleep;
+  wait_note outer = note_get(w);
+  note_set(w, note_of(l));
+  for (;;) {
+    uint32_t e = ws_wait_prepare(s);
+    if (holds(w->pool, l, ws_acquire)) {
+      ws_wait_cancel(s);
+      break;
+    }
+    ws_wait_commit(s, e);
+  }
+  note_set(w, outer);
 }

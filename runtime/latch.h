@@ -43,9 +43,14 @@ static inline void ws_latch_notify(struct pool *p, unsigned who) {
   if (who & WS_WAKE_WORKER) ws_wait_notify(&p->sleep);
 }
 
-/* Returns once `l` holds, with the completer's writes visible. A worker of
- * p helps meanwhile (from `hint` first, if given); other threads block. */
-void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint);
+/* Returns true once `l` holds, with the completer's writes visible. A
+ * worker of p helps meanwhile (from `hint` first, if given); other threads
+ * block. False: a worker in an isolated computation (ws_isolation) that
+ * nothing within its reach can help any more, with `l` not yet seen to
+ * hold; ws_latch_wait (api.h) then sleeps in a blocking region. */
+bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint);
+/* Worker w of the latch's pool sleeps until `l` holds, running nothing. */
+void ws_latch_sleep(ws_worker *w, const ws_latch *l);
 /* The same without helping, on any thread: blocks on the pool's event. */
 void ws_latch_block(struct pool *p, const ws_latch *l);
 

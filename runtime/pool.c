@@ -586,7 +586,7 @@ int pool_destroy(pool_t *pool) {
   /* Drain: tasks submitted before the close, and whatever they submit from
    * inside the pool meanwhile (the pool is idle only when none is left). */
   ws_latch idle = ws_latch_idle();
-  ws_latch_wait(p, &idle, NULL);
+  ws_latch_block(p, &idle); /* not a worker of p: refused above */
   stop_workers(p);
   WS_ASSERT(ws_submits_idle(p));
   WS_ASSERT(!ws_global_maybe_nonempty(p));
@@ -928,7 +928,7 @@ int pool_wait_idle(pool_t *pool) {
   if ((rc = ws_enter(p)) != 0) return rc;
   ws_latch idle = ws_latch_idle();
   uint64_t at = ws_prof_wait_begin(p);
-  ws_latch_wait(p, &idle, NULL);
+  ws_latch_block(p, &idle); /* not a worker of p: refused above */
   ws_prof_wait_end(p, at);
   ws_leave(p);
   return 0;

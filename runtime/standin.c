@@ -175,6 +175,18 @@ int pool_blocking_end(void) {
   return 0;
 }
 
+void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint) {
+  if (ws_latch_help(p, l, hint)) return;
+  /* Isolated, and nothing this thread may run is left (design.md 7.5):
+   * what remains of its computation lies on other deques or in the global
+   * queue, perhaps on a parked stand-in's deque or moved there by a
+   * shrink. As a task that blocks: a stand-in runs it meanwhile. */
+  ws_worker *w = ws_self();
+  pool_blocking_begin();
+  ws_latch_sleep(w, l);
+  pool_blocking_end();
+}
+
 int pool_set_standin_limit(pool_t *pool, unsigned limit) {
   int rc;
   struct pool *p = ws_resolve_err(pool, &rc);

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/* An isolated wait whose computation's remaining tasks lie where the
+ * waiter may not take them (docs/design.md 7.5): on another thread's
+ * deque, or in the global queue. The waiter sleeps in a blocking region
+ * then, so a stand-in runs them; before, it slept with nobody to run them
+ * and the wait never ended.
+ *
+ *  parked_standin  a task runs pool_isolate; inside, a parallel_for (and,
+ *                  in a second round, a group whose children spawn more
+ *                  children into it) whose pieces block in a region. The
+ *                  stand-ins that served the regions steal pieces, split
+ *                  them, and park once the regions end with the halves on
+ *                  their deques. Every index once, every child once, the
+ *                  loop and the group return 0. Pools of 1 and 2.
+ *  shrink          a pool of 2: an isolated computation on worker 0 waits
+ *                  for a group whose child worker 1 runs; the child spawns
+ *                  10 more into the group, then works 20 ms, while main
+ *                  shrinks the pool to 1: worker 1 parks and moves its deque
+ *                  (the 10) to the global queue, which an isolated wait does
+ *                  not read. All 11 run, the wait returns 0. Rounds whose
+ *                  computation landed on worker 1 are started again.
+ *  spawned_before  a pool of 1: a task spawns a child into a group, then
+ *                  waits for the group inside pool_isolate. The child lies
+ *                  below the computation's floor, on the waiter's own
+ *                  deque: a stand-in runs it.
+ * No timing assertions. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <wspool.h>
+
+#include "check.h"
+#include "testutil.h"
+
+static void nap_us(long us) {
+  struct timespec ts = {0, us * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* ---- parked_standin ------------------------------------------------------- */
+
+enum { NI = 4096, GRAIN = 16, FAN = 8, DEPTH = 3 };
+
+static atomic_uchar seen[NI];
+static atomic_uint ps_children;
+static pool_group_t ps_group;
+static int ps_loop_rc, ps_group_rc;
+
+static void ps_body(size_t b, size_t e, void *ctx) {
+  (void)ctx;
+  for (size_t i = b; i < e; i++) atomic_fetch_add(&seen[i], 1);
+  CHECK_OK(pool_blocking_begin());
+  nap_us(200);
+  CHECK_OK(pool_blocking_end());
+}
+
+/* A child at depth d spawns FAN children of depth d + 1 into the group,
+ * then blocks: FAN + FAN^2 + FAN^3 children in all, plus the root. */
+static void ps_child(void *arg) {
+  uintptr_t d = (uintptr_t)arg;
+  if (d < DEPTH)
+    for (int i = 0; i < FAN; i++) CHECK_OK(pool_group_spawn(&ps_group, ps_child, (void *)(d + 1)));
+  atomic_fetch_add(&ps_children, 1);
+  CHECK_OK(pool_blocking_begin());
+  nap_us(100);
+  CHECK_OK(pool_blocking_end());
+}
+
+static void ps_loop(void *arg) {
+  (void)arg;
+  ps_loop_rc = pool_parallel_for(NULL, 0, NI, GRAIN, ps_body, NULL);
+}
+
+static void ps_tree(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_group_init(&ps_group, NULL));
+  CHECK_OK(pool_group_spawn(&ps_group, ps_child, (void *)0));
+  ps_group_rc = pool_group_wait(&ps_group);
+}
+
+/* The isolated computation: the loop (arg NULL) or the group tree. */
+static void ps_task(void *arg) { CHECK_OK(pool_isolate(arg ? ps_tree : ps_loop, NULL)); }
+
+static void parked_standin(pool_t *p) {
+  unsigned long rounds = check_iters(10);
+  for (unsigned long r = 0; r < rounds; r++) {
+    memset(seen, 0, sizeof seen);
+    atomic_store(&ps_children, 0);
+    ps_loop_rc = ps_group_rc = -1;
+    pool_job_t j;
+    CHECK_OK(pool_job_submit(p, &j, ps_task, NULL));
+    CHECK_OK(pool_job_wait(&j));
+    CHECK_OK(ps_loop_rc);
+    for (int i = 0; i < NI; i++) CHECK_EQ(atomic_load(&seen[i]), 1);
+    CHECK_OK(pool_job_submit(p, &j, ps_task, &j));
+    CHECK_OK(pool_job_wait(&j));
+    CHECK_OK(ps_group_rc);
+    CHECK_EQ(atomic_load(&ps_children), 1 + FAN + FAN * FAN + FAN * FAN * FAN);
+  }
+}
+
+static void case_parked_standin(void) { ON_POOLS(parked_standin, 1, 2); }
+
+/* ---- shrink --------------------------------------------------------------- */
+
+static pool_group_t sh_group;
+static atomic_int sh_ran, sh_in_parent, sh_where;
+static int sh_rc;
+
+static void sh_leaf(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&sh_ran, 1);
+}
+
+static void sh_parent(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 10; i++) CHECK_OK(pool_group_spawn(&sh_group, sh_leaf, NULL));
+  atomic_store(&sh_in_parent, 1);
+  nap_us(20000);
+  atomic_fetch_add(&sh_ran, 1);
+}
+
+static void sh_inner(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_group_init(&sh_group, NULL));
+  CHECK_OK(pool_group_spawn(&sh_group, sh_parent, NULL));
+  /* Not a wait: this thread takes nothing, so worker 1 steals the child. */
+  while (!atomic_load(&sh_in_parent)) nap_us(50);
+  sh_rc = pool_group_wait(&sh_group);
+}
+
+static void sh_task(void *arg) {
+  (void)arg;
+  int id = pool_worker_id();
+  atomic_store(&sh_where, id);
+  if (id == 0) CHECK_OK(pool_isolate(sh_inner, NULL));
+}
+
+static void case_shrink(void) {
+  pool_config_t c;
+  pool_config_default(&c);
+  c.threads = 2;
+  c.max_threads = 2;
+  pool_t *p;
+  CHECK_OK(pool_create(&p, &c));
+  unsigned long rounds = check_iters(10), done = 0;
+  for (unsigned long tries = 0; done < rounds; tries++) {
+    CHECK(tries < 100 * rounds); /* half the tries land on worker 0 */
+    atomic_store(&sh_ran, 0);
+    atomic_store(&sh_in_parent, 0);
+    atomic_store(&sh_where, -1);
+    sh_rc = -1;
+    CHECK_OK(pool_resize(p, 2));
+    pool_job_t j;
+    CHECK_OK(pool_job_submit(p, &j, sh_task, NULL));
+    while (atomic_load(&sh_where) < 0) nap_us(50);
+    if (atomic_load(&sh_where) != 0) {
+      CHECK_OK(pool_job_wait(&j));
+      continue;
+    }
+    while (!atomic_load(&sh_in_parent)) nap_us(50);
+    CHECK_OK(pool_resize(p, 1)); /* worker 1 parks once the child returns */
+    CHECK_OK(pool_job_wait(&j));
+    CHECK_OK(sh_rc);
+    CHECK_EQ(atomic_load(&sh_ran), 11);
+    done++;
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
+/* ---- spawned_before ------------------------------------------------------ */
+
+static pool_group_t sb_group;
+static atomic_int sb_ran;
+static int sb_rc;
+
+static void sb_child(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&sb_ran, 1);
+}
+
+static void sb_inner(void *arg) {
+  (void)arg;
+  sb_rc = pool_group_wait(&sb_group);
+}
+
+static void sb_task(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_group_init(&sb_group, NULL));
+  CHECK_OK(pool_group_spawn(&sb_group, sb_child, NULL));
+  CHECK_OK(pool_isolate(sb_inner, NULL));
+}
+
+static void spawned_before(pool_t *p) {
+  unsigned long rounds = check_iters(20);
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&sb_ran, 0);
+    sb_rc = -1;
+    pool_job_t j;
+    CHECK_OK(pool_job_submit(p, &j, sb_task, NULL));
+    CHECK_OK(pool_job_wait(&j));
+    CHECK_OK(sb_rc);
+    CHECK_EQ(atomic_load(&sb_ran), 1);
+  }
+}
+
+static void case_spawned_before(void) { ON_POOLS(spawned_before, 1); }
+
+TEST_MAIN(120, TEST_CASE(parked_standin), TEST_CASE(shrink), TEST_CASE(spawned_before))

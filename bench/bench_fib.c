@@ -13,6 +13,9 @@
  *           unstolen task is a direct call the compiler inlines.
  *   wspool typed push/pop  the typed task with its frame on the thread's
  *           frame stack (sfib_push / sfib_pop) instead of the caller's.
+ *   wspool typed isolated  the typed tree inside pool_isolate (called by
+ *           the root task): its waits run only its own work, and one that
+ *           runs out of it sleeps in a blocking region (design.md 7.5).
  *   ..., plain calls  take and typed T1 compiled with POOL_NO_TRAMPOLINE
  *           (bench_fib_plain.c): the trampolines' A/B (design.md 8.3).
  *   OpenMP  #pragma omp task shared(x) / taskwait, 1 and 2 threads
@@ -71,6 +74,11 @@ static void sfib_root(void *p) {
 }
 static double run_pushed(bench_variant *v) { return fib_run_root(v, sfib_root); }
 
+static void tfib_isolated_root(void *p) {
+  if (pool_isolate(tfib_root, p) != 0) bench_fail("pool_isolate failed");
+}
+static double run_isolated(bench_variant *v) { return fib_run_root(v, tfib_isolated_root); }
+
 #ifdef BENCH_HAVE_OPENMP
 static long fib_omp(int n) {
   if (n < 2) return n;
@@ -115,6 +123,7 @@ typedef struct fib_rows {
   bench_variant *y1, *y2, *y16; /* typed */
   bench_variant *tp, *yp;       /* take and typed T1 with plain calls */
   bench_variant *q1, *q2;       /* typed push/pop */
+  bench_variant *i1, *i2;       /* typed isolated */
   bench_variant *o1, *o2, *b1, *b2;
 } fib_rows;
 
@@ -135,6 +144,8 @@ static fib_rows find_rows(bench_variant *v, int nv) {
   r.yp = bench_find(v, nv, "wspool typed T1, plain calls");
   r.q1 = bench_find(v, nv, "wspool typed push/pop T1");
   r.q2 = bench_find(v, nv, "wspool typed push/pop T2");
+  r.i1 = bench_find(v, nv, "wspool typed isolated T1");
+  r.i2 = bench_find(v, nv, "wspool typed isolated T2");
   r.o1 = bench_find(v, nv, "OpenMP tasks 1 thr");
   r.o2 = bench_find(v, nv, "OpenMP tasks 2 thr");
   r.b1 = bench_find(v, nv, "oneTBB task_group 1 thr");
@@ -186,6 +197,8 @@ static void print_targets(const fib_rows *r) {
          bench_paired_ratio(r->tp, t1), bench_paired_ratio(r->yp, y1));
   printf("  frame stack (typed push/pop / typed): T1 %.2f, T2 %.2f\n",
          bench_paired_ratio(r->q1, y1), bench_paired_ratio(r->q2, y2));
+  printf("  isolation (typed isolated / typed): T1 %.2f, T2 %.2f\n", bench_paired_ratio(r->i1, y1),
+         bench_paired_ratio(r->i2, y2));
   if (b1 && b2)
     printf("  oneTBB/wspool take: 1 thr %.2fx, 2 thr %.2fx\n", bench_paired_ratio(b1, t1),
            bench_paired_ratio(b2, t2));
@@ -235,6 +248,8 @@ int main(void) {
       BENCH_WSPOOL_ROW("wspool typed T16 (on 2 cores)", 16, run_typed, pools[2], 0),
       BENCH_WSPOOL_ROW("wspool typed push/pop T1", 1, run_pushed, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool typed push/pop T2", 2, run_pushed, pools[1], 0),
+      BENCH_WSPOOL_ROW("wspool typed isolated T1", 1, run_isolated, pools[0], 0),
+      BENCH_WSPOOL_ROW("wspool typed isolated T2", 2, run_isolated, pools[1], 0),
       BENCH_WSPOOL_ROW("wspool typed T1, plain calls", 1, fib_plain_run_typed, pools[0], 0),
       BENCH_WSPOOL_ROW("wspool take T1, plain calls", 1, fib_plain_run_take, pools[0], 0),
       BENCH_PEER_ROW("oneTBB task_group 2 thr", 2, HAVE_TBB, run_tbb, 0),

@@ -51,7 +51,8 @@ static inline void ws_latch_notify(struct pool *p, unsigned who) {
 bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint);
 /* Worker w of the latch's pool sleeps until `l` holds, running nothing. */
 void ws_latch_sleep(ws_worker *w, const ws_latch *l);
-/* The same without helping, on any thread: blocks on the pool's event. */
+/* Until `l` holds, on any thread, without helping: blocks on the pool's
+ * event (outside threads, and a task's wait for a job, 9.2). */
 void ws_latch_block(struct pool *p, const ws_latch *l);
 
 #endif /* WS_LATCH_H */

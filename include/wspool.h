@@ -109,8 +109,9 @@
  * the first pool is created. In the child only the forking thread exists,
  * so every pool created before the fork belongs to the parent: every call
  * on it returns EOWNERDEAD (pool_threads(): 0, pool_worker_cpu(): -1)
- * without blocking, and pool_destroy() frees its memory (it joins nothing)
- * and returns 0, or ESHUTDOWN and frees nothing if a destroy of it was
+ * without blocking (so does every call but pool_group_init() on a group
+ * initialised before the fork), and pool_destroy() frees its memory (it
+ * joins nothing) and returns 0, or ESHUTDOWN and frees nothing if a destroy of it was
  * under way in the parent at the fork. The default pool is not inherited: the child's first
  * NULL-pool call creates a fresh one. A thread that forks from inside a
  * task is not a worker in the child (NULL means the default pool there);
@@ -874,7 +875,8 @@ typedef struct pool_group {
  * nothing.
  * \param g the group, owned by the caller.
  * \param pool the pool its children go to, or NULL (\ref nullpool).
- * \return 0; EINVAL for NULL \p g or no pool.
+ * \return 0; EINVAL for NULL \p g or no pool; EOWNERDEAD for a pool
+ *         inherited across fork().
  */
 POOL_API int pool_group_init(pool_group_t *g, pool_t *pool);
 
@@ -885,7 +887,9 @@ POOL_API int pool_group_init(pool_group_t *g, pool_t *pool);
  * \param fn the child's function.
  * \param arg its argument.
  * \return 0; EINVAL for NULL \p g or \p fn, or an uninitialised group;
- *         ENOMEM; ESHUTDOWN for an outside spawn into a pool being destroyed.
+ *         ENOMEM; ESHUTDOWN for an outside spawn into a pool being destroyed;
+ *         EOWNERDEAD in a child of fork() for a group initialised before
+ *         the fork (its pool is the parent's).
  */
 POOL_API int pool_group_spawn(pool_group_t *g, pool_fn fn, void *arg);
 
@@ -919,7 +923,9 @@ POOL_API int pool_group_spawn_drop(pool_group_t *g, pool_fn fn, void *arg, pool_
  *         EINVAL for NULL \p g or an uninitialised group; EBUSY while the
  *         group has a continuation (pool_job_after_group()); EDEADLK from
  *         the group's own work (a child, or a frame, loop or isolated
- *         computation inside one), which the wait would wait for.
+ *         computation inside one), which the wait would wait for;
+ *         EOWNERDEAD in a child of fork() for a group initialised before
+ *         the fork, children pending or not (the round never ends here).
  */
 POOL_API int pool_group_wait(pool_group_t *g);
 
@@ -933,7 +939,9 @@ POOL_API int pool_group_wait(pool_group_t *g);
  * ECANCELED) or pool_group_init(); a cancel (or a failure) racing with
  * the end of that wait is reported by it or stays for the next round.
  * \param g the group.
- * \return 0; EINVAL for NULL \p g or an uninitialised group.
+ * \return 0; EINVAL for NULL \p g or an uninitialised group; EOWNERDEAD
+ *         in a child of fork() for a group initialised before the fork (no
+ *         effect).
  */
 POOL_API int pool_group_cancel(pool_group_t *g);
 
@@ -1271,7 +1279,9 @@ POOL_API int pool_job_after(pool_job_t *job, pool_job_t *pred);
  * \param job an initialised job not yet started.
  * \param g an initialised group of the same pool or another.
  * \return 0; EINVAL for NULL or uninitialised arguments or \p job already
- *         started; EBUSY when \p g already has a continuation pending.
+ *         started; EBUSY when \p g already has a continuation pending;
+ *         EOWNERDEAD in a child of fork() for \p g initialised before the
+ *         fork (its round never ends here; no edge is added).
  */
 POOL_API int pool_job_after_group(pool_job_t *job, pool_group_t *g);
 

@@ -444,11 +444,20 @@ typedef struct ws_group {
   ws_i64 pending;
   uint64_t magic;
   ws_u32 waiting; /* debug checks: a pool_group_wait is running */
+  /* ws_fork_gen at the init: in a child of fork() a group of the parent's
+   * is told apart even once its pool's struct is a new pool's
+   * (group_forked). */
+  unsigned fork_gen;
   ws_ctx unit;    /* the group as a unit of work (cancel.h) */
   ws_ptr cont;    /* ws_job *: the continuation, while GROUP_CONT is set */
 } ws_group;
 
 _Static_assert(sizeof(ws_group) <= sizeof(pool_group_t), "pool_group_t too small");
+
+/* A group initialised before a fork() this process is a child of: its
+ * pool is the parent's and its children the parent's threads' (they
+ * never end here), so every call on it but the init is refused. */
+static bool group_forked(const ws_group *g) { return g->fork_gen != ws_fork_gen; }
 
 typedef struct group_child {
   ws_task hdr;
@@ -553,7 +562,7 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
    * (debug.c), since the group's memory may be a stale group's whose magic
    * survived beside garbage; and the group's memory, since its last child
    * leaves the table just after the decrement its waiter already saw. */
-  WS_MISUSE_IF(ws_debug_busy(g) && g->magic == GROUP_TAG(g) &&
+  WS_MISUSE_IF(ws_debug_busy(g) && g->magic == GROUP_TAG(g) && !group_forked(g) &&
                    (ws_u32_load(&g->waiting, ws_relaxed) != 0 ||
                     (ws_i64_load(&g->pending, ws_acquire) & GROUP_COUNT)),
                "pool_group_init on a group with children pending or being waited on");
@@ -562,6 +571,7 @@ int pool_group_init(pool_group_t *pg, pool_t *pool) {
   ws_u32_store(&g->waiting, 0, ws_relaxed);
   ws_ctx_init(&g->unit, ws_ctx_current());
   ws_ptr_store(&g->cont, NULL, ws_relaxed);
+  g->fork_gen = ws_fork_gen;
   g->magic = GROUP_TAG(g);
   return 0;
 }
@@ -571,6 +581,7 @@ int pool_job_after_group(pool_job_t *pj, pool_group_t *pg) {
   if (!j || !pg) return EINVAL;
   ws_group *g = (ws_group *)pg;
   if (g->magic != GROUP_TAG(g)) return EINVAL;
+  if (group_forked(g)) return EOWNERDEAD;
   /* The slot first: one registration at a time holds it (relaxed: only
    * its value matters; the bit's CAS below publishes it). */
   void *none = NULL;
@@ -603,6 +614,7 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_spawn on a group never initialised");
   if (g->magic != GROUP_TAG(g)) return EINVAL;
+  if (group_forked(g)) return EOWNERDEAD;
   struct pool *p = g->pool;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
@@ -661,6 +673,7 @@ int pool_group_wait(pool_group_t *pg) {
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_wait on a group never initialised");
   if (g->magic != GROUP_TAG(g)) return EINVAL;
+  if (group_forked(g)) return EOWNERDEAD; /* without waiting, its round unended */
   /* Relaxed: only a concurrent wait (the misuse) races with it. */
   if (ws_i64_load(&g->pending, ws_relaxed) & GROUP_CONT) return EBUSY;
   /* From inside the group's own work (a child, what a child spawned or
@@ -685,6 +698,7 @@ int pool_group_cancel(pool_group_t *pg) {
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_cancel on a group never initialised");
   if (g->magic != GROUP_TAG(g)) return EINVAL;
+  if (group_forked(g)) return EOWNERDEAD;
   ws_ctx_cancel(&g->unit);
   return 0;
 }

@@ -46,6 +46,18 @@
  *                   (the continuation's status is 0) and its storage is
  *                   freed (AddressSanitizer: the children's units were
  *                   nested in the job's).
+ *  fork_child       fork() while one group of the parent has a child
+ *                   running and another has none pending: in the child
+ *                   every call on either but pool_group_init() (wait,
+ *                   cancel, spawn, pool_job_after_group()) returns
+ *                   EOWNERDEAD without waiting, before and after the child
+ *                   destroyed the group's pool and created one in its
+ *                   struct (the group's pool pointer then names a pool of
+ *                   the child's); the job refused stays free of the group
+ *                   and runs; the idle group initialised again on the new
+ *                   pool works. The child has its own watchdog. Skipped
+ *                   under the sanitizers and qemu-user, as
+ *                   test/fault/fork.c.
  * No timing assertions. */
 #include <errno.h>
 #include <pthread.h>
@@ -54,6 +66,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -806,7 +820,76 @@ static void in_job(pool_t *p) {
 
 static void case_in_job(void) { ON_POOLS(in_job, 1, 2, 4); }
 
+/* ---- fork_child ------------------------------------------------------------------- */
+
+static void fk_hold(void *arg) { gate_pass((jgate *)arg); }
+static void fk_nop(void *arg) { (void)arg; }
+
+/* In the child: every call on a group of the parent is refused at once;
+ * a job refused by pool_job_after_group() is not held by it. */
+static void fk_check(pool_group_t *busy, pool_group_t *idle) {
+  pool_group_t *gs[2] = {busy, idle};
+  for (int k = 0; k < 2; k++) {
+    CHECK_EQ(pool_group_wait(gs[k]), EOWNERDEAD);
+    CHECK_EQ(pool_group_cancel(gs[k]), EOWNERDEAD);
+    CHECK_EQ(pool_group_spawn(gs[k], fk_nop, NULL), EOWNERDEAD);
+    CHECK_EQ(pool_group_spawn_drop(gs[k], fk_nop, NULL, fk_nop), EOWNERDEAD);
+    cont c;
+    cont_init(&c, NULL);
+    CHECK_EQ(pool_job_after_group(&c.job, gs[k]), EOWNERDEAD);
+    CHECK_OK(pool_job_start(&c.job));
+    CHECK_OK(pool_job_wait(&c.job));
+    CHECK_EQ(atomic_load(&c.runs), 1);
+  }
+}
+
+static void case_fork_child(void) {
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("fork() of a threaded process under qemu-user");
+  if (TEST_UNDER_ASAN || TEST_UNDER_TSAN)
+    TEST_SKIP("a threaded fork under ThreadSanitizer or AddressSanitizer (see test/fault/fork.c)");
+  static jgate gate;
+  pool_t *p = make_pool(1);
+  pool_group_t busy, idle;
+  CHECK_OK(pool_group_init(&idle, p));
+  CHECK_OK(pool_group_spawn(&idle, fk_nop, NULL));
+  CHECK_OK(pool_group_wait(&idle));
+  CHECK_OK(pool_group_init(&busy, p));
+  CHECK_OK(pool_group_spawn(&busy, fk_hold, &gate));
+  CHECK(job_wait_until(&gate.waiting, 1)); /* busy's child is running */
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    check_watchdog(60); /* a wait that blocks ends the child */
+    fk_check(&busy, &idle);
+    CHECK_OK(pool_destroy(p));
+    fk_check(&busy, &idle);
+    /* Takes p's struct (destroyed structs are reused last in, first out):
+     * the groups' pool pointer is a live pool of the child's now. */
+    pool_t *c = make_pool(1);
+    fk_check(&busy, &idle);
+    CHECK_OK(pool_group_init(&idle, c));
+    CHECK_OK(pool_group_spawn(&idle, fk_nop, NULL));
+    CHECK_OK(pool_group_wait(&idle));
+    CHECK_OK(pool_group_cancel(&idle));
+    CHECK_EQ(pool_group_wait(&idle), ECANCELED);
+    CHECK_OK(pool_destroy(c));
+    fflush(NULL);
+    _exit(0);
+  }
+  gate_open(&gate);
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    FAIL("the child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  CHECK_OK(pool_group_wait(&busy));
+  CHECK_OK(pool_group_cancel(&idle));
+  CHECK_EQ(pool_group_wait(&idle), ECANCELED);
+  CHECK_OK(pool_destroy(p));
+}
+
 TEST_MAIN(600, TEST_CASE(pending), TEST_CASE(none_pending), TEST_CASE(failing_child),
           TEST_CASE(spawn_tree), TEST_CASE(racing_spawns), TEST_CASE(spawn_at_zero),
           TEST_CASE(ebusy), TEST_CASE(concurrent_register), TEST_CASE(reuse), TEST_CASE(cross_pool),
-          TEST_CASE(in_job))
+          TEST_CASE(in_job), TEST_CASE(fork_child))

@@ -1344,7 +1344,12 @@ POOL_API int pool_job_submit(pool_t *pool, pool_job_t *job, pool_fn fn, void *ar
  *         uninitialised \p job; EDEADLK from the job's own work (above);
  *         EOWNERDEAD in a child of fork() for a job not complete at the
  *         fork (its pool's threads are the parent's), also after the child
- *         destroyed that pool and created others.
+ *         destroyed that pool and created others, at any depth of forks
+ *         (a child of a child...), but for one case: a job initialised
+ *         256, 512, ... generations of fork() up, whose pool this process
+ *         destroyed before a pool_create() here reused that pool's
+ *         memory, is taken for this process's own (this wait blocks for
+ *         ever, pool_job_status() says EINPROGRESS).
  */
 POOL_API int pool_job_wait(pool_job_t *job);
 

@@ -72,8 +72,7 @@ static job_edge *state_list(int64_t v) { return (job_edge *)(uintptr_t)(v & ~STA
  * address (stale memory of another job does not pass), JOB_STARTED once
  * started, and in the top byte the low byte of the process's fork
  * generation at the init (ws_fork_gen, api.h): in a child of fork() a job
- * of the parent's is told apart (job_forked; one 256 forks up is not).
- * The fork byte is xor-ed over address bits, and decoding xors the
+ * of the parent's is told apart (job_forked). The fork byte is xor-ed over address bits, and decoding xors the
  * address out again (job_bits), so tagged pointers keep their tag. */
 #define JOB_TAG(j) (JOB_MAGIC << 8 ^ (uint64_t)(uintptr_t)(j))
 #define JOB_STARTED ((uint64_t)1)
@@ -142,9 +141,14 @@ ws_job *ws_job_unstarted(pool_job_t *pj) {
 /* A valid job initialised before a fork() this process is a child of:
  * nothing here runs or completes it (its pool's threads are the
  * parent's). ws_fork_gen changes only in the child's fork handler, while
- * the child has one thread. */
+ * the child has one thread. The byte alone wraps: a descendant 256 forks
+ * down sees its own value there. Its pool's full generation (the init
+ * refuses a pool of an earlier process, and only a pool_create of this
+ * process rewrites it) tells that one apart too, unless this process took
+ * the struct for a pool of its own since (its pool was destroyed here:
+ * wspool.h, pool_job_wait, says what is left). */
 static bool job_forked(const ws_job *j) {
-  return (job_bits(j) >> JOB_FORK_SHIFT) != (uint8_t)ws_fork_gen;
+  return (job_bits(j) >> JOB_FORK_SHIFT) != (uint8_t)ws_fork_gen || ws_pool_forked(j->pool);
 }
 
 /* Relaxed: as the init's store (its calls come from one thread at a time). */

@@ -56,6 +56,14 @@
  *                  the child, completes EOWNERDEAD. The child has its own
  *                  watchdog. Skipped under the sanitizers and qemu-user, as
  *                  test/fault/fork.c.
+ *  fork_deep       a chain of 256 nested fork()s (each process forks the
+ *                  next and waits for it): the last is 256 generations
+ *                  below the one that initialised a job, which the fork
+ *                  byte in the job's magic cannot tell (it wraps there);
+ *                  pool_job_status() and pool_job_after() still answer
+ *                  EOWNERDEAD there and a start completes the job
+ *                  EOWNERDEAD, as one generation down. Skipped as
+ *                  fork_child.
  * No timing assertions. */
 #include <errno.h>
 #include <pthread.h>
@@ -847,7 +855,74 @@ static void case_fork_child(void) {
   CHECK_OK(pool_destroy(p));
 }
 
+/* ---- fork_deep ------------------------------------------------------------------- */
+
+enum { FD_DEPTH = 256 };
+
+/* In a descendant of the process that initialised both jobs (open: one
+ * running there, one not started). */
+static void fd_check(pool_job_t *started, pool_job_t *unstarted) {
+  CHECK_EQ(pool_job_status(started), EOWNERDEAD);
+  CHECK_EQ(pool_job_status(unstarted), EOWNERDEAD);
+  CHECK_EQ(pool_job_wait(started), EOWNERDEAD);
+  pool_job_t mine;
+  CHECK_OK(pool_job_init(&mine, NULL, fk_nop, NULL));
+  CHECK_EQ(pool_job_after(&mine, started), EOWNERDEAD);
+  CHECK_EQ(pool_job_after(&mine, unstarted), EOWNERDEAD);
+  CHECK_OK(pool_job_start(&mine));
+  CHECK_OK(pool_job_wait(&mine));
+}
+
+static void case_fork_deep(void) {
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("fork() of a threaded process under qemu-user");
+  if (TEST_UNDER_ASAN || TEST_UNDER_TSAN)
+    TEST_SKIP("a threaded fork under ThreadSanitizer or AddressSanitizer (see test/fault/fork.c)");
+  static jgate gate;
+  pool_t *p = make_pool(1);
+  pool_job_t started, unstarted;
+  CHECK_OK(pool_job_init(&started, p, fk_hold, &gate));
+  CHECK_OK(pool_job_start(&started));
+  CHECK_OK(pool_job_init(&unstarted, p, fk_nop, NULL));
+  CHECK(job_wait_until(&gate.waiting, 1)); /* `started` is running */
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    for (int depth = 1;; depth++) {
+      check_watchdog(60); /* alarms are not inherited */
+      if (depth == 1 || depth == FD_DEPTH) fd_check(&started, &unstarted);
+      if (depth == FD_DEPTH) {
+        CHECK_OK(pool_job_start(&unstarted));
+        CHECK_EQ(pool_job_wait(&unstarted), EOWNERDEAD);
+        break;
+      }
+      fflush(NULL);
+      pid_t next = fork();
+      CHECK(next >= 0);
+      if (next != 0) {
+        /* Passes the outcome up, quietly: the test's own process reports it. */
+        int st;
+        CHECK_EQ(waitpid(next, &st, 0), next);
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+      }
+    }
+    fflush(NULL);
+    _exit(0);
+  }
+  gate_open(&gate);
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    FAIL("a descendant: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  CHECK_OK(pool_job_wait(&started));
+  CHECK_OK(pool_job_start(&unstarted));
+  CHECK_OK(pool_job_wait(&unstarted));
+  CHECK_OK(pool_destroy(p));
+}
+
 TEST_MAIN(300, TEST_CASE(outside_many), TEST_CASE(status_phases), TEST_CASE(job_waits_job),
           TEST_CASE(wait_chain), TEST_CASE(child_waits_job), TEST_CASE(other_pool),
           TEST_CASE(free_when_complete), TEST_CASE(storage_reuse),
-          TEST_CASE(pushed_while_waited), TEST_CASE(self_wait), TEST_CASE(fork_child))
+          TEST_CASE(pushed_while_waited), TEST_CASE(self_wait), TEST_CASE(fork_child),
+          TEST_CASE(fork_deep))

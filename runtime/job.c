@@ -72,8 +72,9 @@ static job_edge *state_list(int64_t v) { return (job_edge *)(uintptr_t)(v & ~STA
  * address (stale memory of another job does not pass), JOB_STARTED once
  * started, and in the top byte the low byte of the process's fork
  * generation at the init (ws_fork_gen, api.h): in a child of fork() a job
- * of the parent's is told apart (job_forked). The fork byte is xor-ed over address bits, and decoding xors the
- * address out again (job_bits), so tagged pointers keep their tag. */
+ * of the parent's is told apart (job_forked). The fork byte is xor-ed
+ * over address bits, and decoding xors the address out again (job_bits),
+ * so tagged pointers keep their tag. */
 #define JOB_TAG(j) (JOB_MAGIC << 8 ^ (uint64_t)(uintptr_t)(j))
 #define JOB_STARTED ((uint64_t)1)
 #define JOB_FORK_SHIFT 56

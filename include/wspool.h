@@ -1375,7 +1375,8 @@ POOL_API int pool_job_status(const pool_job_t *job);
  * Thread-safe and idempotent; no effect on a complete job (nothing nested
  * in it is left then: see "Life of a job").
  * \param job an initialised job.
- * \return 0; EINVAL for a NULL or uninitialised \p job.
+ * \return 0; EINVAL for a NULL or uninitialised \p job; EOWNERDEAD in a
+ *         child of fork() for a job not complete at the fork (no effect).
  */
 POOL_API int pool_job_cancel(pool_job_t *job);
 

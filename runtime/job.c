@@ -642,6 +642,8 @@ int pool_job_status(const pool_job_t *pj) {
 int pool_job_cancel(pool_job_t *pj) {
   ws_job *j = job_valid(pj);
   if (!j) return EINVAL;
+  /* The parent's open job: its unit is the parent's threads' to read. */
+  if ((ws_i64_load(&j->state, ws_acquire) & STATE_OPEN) && job_forked(j)) return EOWNERDEAD;
   ws_ctx_cancel(&j->unit);
   return 0;
 }

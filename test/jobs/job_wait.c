@@ -798,6 +798,9 @@ static void fk_check(pool_job_t *run, pool_job_t *queued, pool_job_t *done) {
   CHECK_EQ(pool_job_wait(queued), EOWNERDEAD);
   CHECK_EQ(pool_job_status(run), EOWNERDEAD);
   CHECK_EQ(pool_job_status(queued), EOWNERDEAD);
+  CHECK_EQ(pool_job_cancel(run), EOWNERDEAD);
+  CHECK_EQ(pool_job_cancel(queued), EOWNERDEAD);
+  CHECK_OK(pool_job_cancel(done));
   CHECK_OK(pool_job_wait(done));
   CHECK_OK(pool_job_status(done));
 }

@@ -114,7 +114,9 @@
  * joins nothing) and returns 0, or ESHUTDOWN and frees nothing if a destroy of it was
  * under way in the parent at the fork. The default pool is not inherited: the child's first
  * NULL-pool call creates a fresh one. A thread that forks from inside a
- * task is not a worker in the child (NULL means the default pool there);
+ * task is not a worker in the child (NULL means the default pool there),
+ * and a worker the pool bound to a CPU gets back the CPUs the pool was
+ * created with (what the child creates or execs is not pinned to one);
  * such a child must not return from that task (exec or _exit instead).
  * WSPOOL_TRACE: the child records no trace and never writes the parent's
  * file; WSPOOL_STATS prints for the child's own pools only. None of this

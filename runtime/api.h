@@ -56,6 +56,10 @@ struct ws_placement;
  * bound worker's one CPU). A set to CPU_FREE, *size bytes; NULL (errno)
  * when it cannot be read. */
 cpu_set_t *ws_origin_cpus(size_t *size);
+/* In a fork child whose forking thread was w, a thread of a bound pool:
+ * the thread's affinity back to the pool's origin set (it is no worker
+ * here; what it creates or execs gets the process's CPUs, not w's one). */
+void ws_placement_unbind_forked(const ws_worker *w);
 /* The CPUs in a set, at least 1; the online CPUs for a NULL set. */
 unsigned ws_cpu_count(const cpu_set_t *set, size_t size);
 /* `origin` (may be NULL: unknown) is copied; unbound workers run on it. */

@@ -161,6 +161,14 @@ cpu_set_t *ws_origin_cpus(size_t *size) {
   return set;
 }
 
+void ws_placement_unbind_forked(const ws_worker *w) {
+  const struct ws_placement *pl = w->pool->placement;
+  if (w->pool->cfg.bind == POOL_BIND_NONE || !pl || !pl->origin) return;
+  /* The bare system call: the child may still hold only async-signal-safe
+   * state. Best effort, as any binding. */
+  (void)sched_setaffinity(0, pl->origin_size, pl->origin);
+}
+
 unsigned ws_cpu_count(const cpu_set_t *set, size_t size) {
   int n = set ? CPU_COUNT_S(size, set) : 0;
   if (n > 0) return (unsigned)n;

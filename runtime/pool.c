@@ -682,7 +682,10 @@ static void atfork_parent(void) {
 
 static void atfork_child(void) {
   ws_fork_gen++;
-  if (ws_self()) ws_set_self(NULL);
+  if (ws_self()) {
+    ws_placement_unbind_forked(ws_self());
+    ws_set_self(NULL);
+  }
   /* A profile's strand is of the parent's pool: the child may begin its own. */
   ws__strand = (ws_strand){0};
   struct pool *d = ws_ptr_load(&default_pool, ws_relaxed);

@@ -15,8 +15,12 @@
  * (include/wspool.h, `threads`; docs/placement.md, "Usable CPUs"). The
  * case is the program's first use of the default pool.
  *
- * Cases: core, spread, none, strict, from_worker; and, only when named,
- * taskset: the program re-executed restricted to one CPU (CPU 1 when
+ * In the child of a fork() from a task of a worker bound to one CPU
+ * (fork_child): the forking thread's affinity is the process's CPUs again,
+ * and a pool of threads = 0 it creates has one worker per CPU.
+ *
+ * Cases: core, spread, none, strict, from_worker, fork_child; and, only
+ * when named, taskset: the program re-executed restricted to one CPU (CPU 1 when
  * allowed, like `taskset -c 1`; else the highest allowed one) runs
  * `restricted`, the first four cases again with every worker on that CPU.
  * `restricted` alone runs them in a process already limited to one CPU
@@ -252,6 +256,52 @@ static void case_from_worker(void) {
   CHECK_OK(pool_destroy(a));
 }
 
+/* What the child of a fork from a bound worker's task saw: its affinity,
+ * and the size of a pool of threads = 0 it created (case_fork_child). */
+static int forked_worker_task(void) {
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return 2;
+  if (!CPU_EQUAL(&mine, &allowed)) return 3;
+  pool_t *p;
+  if (pool_create(&p, NULL) != 0) return 4;
+  int n = (int)pool_threads(p);
+  if (pool_destroy(p) != 0) return 5;
+  return n == nallowed ? 0 : 6;
+}
+
+static int fc_status = -1;
+
+static void fork_task(void *arg) {
+  (void)arg;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) _exit(forked_worker_task());
+  int st;
+  fc_status = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static void case_fork_child(void) {
+  if (nallowed < 2) TEST_SKIP("one CPU: a bound worker's is the process's");
+  if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("fork() of a threaded process under qemu-user");
+  if (TEST_UNDER_ASAN || TEST_UNDER_TSAN)
+    TEST_SKIP("a threaded fork under ThreadSanitizer or AddressSanitizer (see test/fault/fork.c)");
+  pool_config_t cfg;
+  pool_config_default(&cfg);
+  cfg.bind = POOL_BIND_CORE;
+  cfg.threads = 1;
+  cfg.stack_size = 256u << 10;
+  pool_t *a;
+  CHECK_OK(pool_create(&a, &cfg));
+  if (pool_worker_cpu(a, 0) < 0) {
+    CHECK_OK(pool_destroy(a));
+    TEST_SKIP("workers cannot be bound here");
+  }
+  CHECK_OK(pool_submit(a, fork_task, NULL));
+  CHECK_OK(pool_wait_idle(a));
+  CHECK_EQ(fc_status, 0);
+  CHECK_OK(pool_destroy(a));
+}
+
 static void case_restricted(void) {
   /* The CPU the case taskset chose, else the only one allowed. */
   const char *cpu = getenv("WSPOOL_TEST_ONLY_CPU");
@@ -321,5 +371,6 @@ static void setup(void) {
 }
 
 TEST_MAIN_WITH(NULL, setup, 120, TEST_CASE(core), TEST_CASE(spread), TEST_CASE(none),
-               TEST_CASE(strict), TEST_CASE(from_worker), TEST_CASE_NAMED(taskset),
+               TEST_CASE(strict), TEST_CASE(from_worker), TEST_CASE(fork_child),
+               TEST_CASE_NAMED(taskset),
                TEST_CASE_NAMED(restricted))

@@ -1404,7 +1404,8 @@ POOL_API int pool_job_cancel(pool_job_t *job);
  * \endcode
  * Stand-ins are threads of the pool, started when first needed and kept,
  * asleep when not needed, until pool_destroy(); a pool whose tasks never
- * enter a region starts none and pays nothing. At most
+ * enter a region starts none and pays nothing (but for isolated waits
+ * with no other thread free, below). At most
  * pool_standin_limit() of them run at once (default: 4 per worker of the
  * pool's largest size, max_threads; environment `WSPOOL_STANDINS`;
  * pool_set_standin_limit()): past that, a
@@ -1431,14 +1432,17 @@ POOL_API int pool_job_cancel(pool_job_t *job);
  * pool_submit()s, and jobs it makes ready, go to the global queue instead
  * (nothing in it waits for a submitted task; a wait for a job blocks in a
  * blocking region, so a stand-in runs it). The price: an isolated waiter
- * does not steal, so where it could have helped it waits. Once nothing it
- * may run is left, it sleeps inside a blocking region: a stand-in runs the
- * pool's work meanwhile, and with it whatever the wait needs that the
- * waiter may not run (the computation's tasks that another thread left on
- * its deque or that pool_resize() moved to the global queue, work spawned
- * outside the computation into a group it waits for). With a stand-in
- * limit of 0 no thread runs in its place, and on a pool whose other
- * workers are busy or blocked such a wait may never end.
+ * does not steal, so where it could have helped it waits. What the wait
+ * needs and the waiter may not run (the computation's tasks that another
+ * thread left on its deque or that pool_resize() moved to the global
+ * queue, work spawned outside the computation into a group it waits for)
+ * is left to the pool's other threads; once none of them is free (each in
+ * a region or in such a wait, or the pool shrunk to the waiter), the
+ * waiter sleeps inside a blocking region, and a stand-in runs the pool's
+ * work in its place. So stand-ins start there only where the wait would
+ * otherwise never end; with a stand-in limit of 0 it may not. A task that
+ * takes the lock the isolated computation holds without a region can
+ * take that stand-in and block on the lock: take it in a region.
  * \code
  *   static void update(void *arg) {        // may run as a task of any pool
  *     pthread_mutex_lock(&m);

@@ -163,11 +163,13 @@ bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint) {
 }
 
 /* As help's sleep, with nothing to look for: woken by every notify of the
- * pool's waiters (completers, and producers of work), it sleeps again
- * until `l` holds. */
-void ws_latch_sleep(ws_worker *w, const ws_latch *l) {
+ * pool's waiters (completers, producers of work, and the changes
+ * ws_none_free reads), it sleeps again until `l` holds (true) or, with
+ * `until_none_free`, until no other thread is free (false). */
+bool ws_latch_sleep(ws_worker *w, const ws_latch *l, bool until_none_free) {
   ws_sleep *s = &w->pool->sleep;
   wait_note outer = note_get(w);
+  bool held = true;
   note_set(w, note_of(l));
   for (;;) {
     uint32_t e = ws_wait_prepare(s);
@@ -175,7 +177,13 @@ void ws_latch_sleep(ws_worker *w, const ws_latch *l) {
       ws_wait_cancel(s);
       break;
     }
+    if (until_none_free && ws_none_free(w->pool)) {
+      ws_wait_cancel(s);
+      held = false;
+      break;
+    }
     ws_wait_commit(s, e);
   }
   note_set(w, outer);
+  return held;
 }

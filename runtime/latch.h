@@ -49,8 +49,10 @@ static inline void ws_latch_notify(struct pool *p, unsigned who) {
  * nothing within its reach can help any more, with `l` not yet seen to
  * hold; ws_latch_wait (api.h) then sleeps in a blocking region. */
 bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint);
-/* Worker w of the latch's pool sleeps until `l` holds, running nothing. */
-void ws_latch_sleep(ws_worker *w, const ws_latch *l);
+/* Worker w of the latch's pool sleeps until `l` holds (true), running
+ * nothing; with `until_none_free`, it returns false instead once no other
+ * thread of the pool is free (ws_none_free). */
+bool ws_latch_sleep(ws_worker *w, const ws_latch *l, bool until_none_free);
 /* Until `l` holds, on any thread, without helping: blocks on the pool's
  * event (outside threads, and a task's wait for a job, 9.2). */
 void ws_latch_block(struct pool *p, const ws_latch *l);

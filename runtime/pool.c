@@ -758,6 +758,7 @@ int pool_resize(pool_t *pool, unsigned threads) {
     for (unsigned i = threads; i < old; i++) ws_u32_store(&p->workers[i]->off, 1, ws_seq_cst);
     ws_u32_store(&p->size, threads, ws_relaxed);
     ws_sleep_wake_all(&p->sleep);
+    ws_wait_notify(&p->sleep); /* fewer threads free (ws_none_free) */
     for (unsigned i = threads; i < old; i++) {
       ws_u32 *off = &p->workers[i]->off;
       /* Acquire: pairs with the worker's acq_rel CAS to 2; its last task

@@ -224,6 +224,7 @@ struct pool {
   WS_ALIGNED ws_u32 blocked; /* threads of the pool inside an outermost region */
   ws_u32 active;             /* stand-ins awake (not parked) */
   ws_u32 standin_limit;      /* pool_set_standin_limit() */
+  ws_u32 iso_asleep;         /* isolated waiters asleep outside a region (7.5) */
   bool standin_closing;      /* destroy: no stand-in starts or parks any more */
   pthread_mutex_t standin_lock;
   /* Bounded submission (submit.c, "Bounded submission"), used only when
@@ -378,6 +379,20 @@ static inline bool ws_standin_surplus(struct pool *p) {
   uint32_t a = ws_u32_load(&p->active, ws_relaxed);
   return a > ws_u32_load(&p->blocked, ws_relaxed) || a > ws_u32_load(&p->standin_limit, ws_relaxed);
 }
+/* No thread of the pool is free to run what an isolated waiter may not
+ * (design.md 7.5): of its workers in use and its stand-ins awake, every
+ * one is in a region or asleep in an isolated wait. seq_cst, read by a
+ * registered waiter (ws_wait_prepare) against a store of `size` or
+ * `active`, then ws_wait_notify, by pool_resize or a parking stand-in:
+ * one of the two sees the other. The others only raise the count of free
+ * threads (a region's end) or decide for themselves (a new region, a new
+ * isolated sleeper). */
+static inline bool ws_none_free(struct pool *p) {
+  int64_t free = (int64_t)ws_u32_load(&p->size, ws_seq_cst) + ws_u32_load(&p->active, ws_seq_cst) -
+                 ws_u32_load(&p->blocked, ws_seq_cst) - ws_u32_load(&p->iso_asleep, ws_seq_cst);
+  return free <= 0;
+}
+
 /* True when w must go back to its loop after the task it ran instead of
  * running the next one in hand (a job's successor, a submit batch's next
  * entry): a worker beyond a shrunk size (pool_resize's promise, design.md

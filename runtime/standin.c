@@ -178,12 +178,23 @@ int pool_blocking_end(void) {
 void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint) {
   if (ws_latch_help(p, l, hint)) return;
   /* Isolated, and nothing this thread may run is left (design.md 7.5):
-   * what remains of its computation lies on other deques or in the global
-   * queue, perhaps on a parked stand-in's deque or moved there by a
-   * shrink. As a task that blocks: a stand-in runs it meanwhile. */
+   * what remains lies on other deques or in the global queue (a parked
+   * stand-in's deque, a shrunk worker's tasks, work spawned below the
+   * floor), for other threads to run. It sleeps while one of them is free;
+   * once none is, it sleeps as a task that blocks, and a stand-in runs
+   * in its place. A region of the task's own counts it already. */
   ws_worker *w = ws_self();
-  pool_blocking_begin();
-  ws_latch_sleep(w, l);
+  if (w->block_depth > 0) {
+    ws_latch_sleep(w, l, false);
+    return;
+  }
+  /* seq_cst: ws_none_free's loads, by this thread and the others. */
+  ws_u32_fetch_add(&p->iso_asleep, 1, ws_seq_cst);
+  bool held = ws_latch_sleep(w, l, true);
+  if (!held) pool_blocking_begin(); /* counted in `blocked` before it leaves iso_asleep */
+  ws_u32_fetch_add(&p->iso_asleep, (uint32_t)-1, ws_seq_cst);
+  if (held) return;
+  ws_latch_sleep(w, l, false);
   pool_blocking_end();
 }
 

@@ -526,6 +526,8 @@ static bool standin_park(ws_worker *w) {
   }
   pthread_mutex_unlock(&p->standin_lock);
   if (!park) return false;
+  /* One thread fewer free: isolated sleepers look again (ws_none_free). */
+  ws_wait_notify(&p->sleep);
   ws_submit_drop_open(w);
   /* Tell outside waiters about the submitted tasks it finished, as a
    * worker does once it finds nothing (a parked stand-in never does). */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* An isolated wait whose computation's remaining tasks lie where the
  * waiter may not take them (docs/design.md 7.5): on another thread's
- * deque, or in the global queue. The waiter sleeps in a blocking region
- * then, so a stand-in runs them; before, it slept with nobody to run them
- * and the wait never ended.
+ * deque, or in the global queue. Once no other thread of the pool is free
+ * to run them, the waiter sleeps in a blocking region, so a stand-in runs
+ * them; before, it slept with nobody to run them and the wait never
+ * ended.
  *
  *  parked_standin  a task runs pool_isolate; inside, a parallel_for (and,
  *                  in a second round, a group whose children spawn more
@@ -23,6 +24,12 @@
  *                  waits for the group inside pool_isolate. The child lies
  *                  below the computation's floor, on the waiter's own
  *                  deque: a stand-in runs it.
+ *  no_region       a pool of 2 whose tasks never enter a region: an
+ *                  isolated group wait runs out of its work while the other
+ *                  worker runs the group's 5 ms child and main submits 20
+ *                  tasks. The other worker is free, so the waiter sleeps
+ *                  without a region: no stand-in starts (no start hook
+ *                  with an id past the workers', no task runs on one).
  * No timing assertions. */
 #include <errno.h>
 #include <stdatomic.h>
@@ -208,4 +215,77 @@ static void spawned_before(pool_t *p) {
 
 static void case_spawned_before(void) { ON_POOLS(spawned_before, 1); }
 
-TEST_MAIN(120, TEST_CASE(parked_standin), TEST_CASE(shrink), TEST_CASE(spawned_before))
+/* ---- no_region ------------------------------------------------------------ */
+
+enum { NR_THREADS = 2, NR_PLAIN = 20 };
+
+static atomic_uint nr_starts_beyond, nr_tasks_beyond, nr_plain_done;
+static atomic_int nr_started;
+static pool_group_t nr_group;
+
+static void nr_on_start(pool_t *p, unsigned id, void *ctx) {
+  (void)p;
+  (void)ctx;
+  if (id >= NR_THREADS) atomic_fetch_add(&nr_starts_beyond, 1);
+}
+
+static void spin_us(long us) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
+
+static void nr_child(void *arg) {
+  (void)arg;
+  atomic_store(&nr_started, 1);
+  spin_us(5000);
+}
+
+static void nr_inner(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_group_init(&nr_group, NULL));
+  CHECK_OK(pool_group_spawn(&nr_group, nr_child, NULL));
+  while (!atomic_load(&nr_started)) nap_us(50); /* not a wait: the other worker takes it */
+  CHECK_OK(pool_group_wait(&nr_group));
+}
+
+static void nr_task(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_isolate(nr_inner, NULL));
+}
+
+static void nr_plain(void *arg) {
+  (void)arg;
+  int id = pool_worker_id();
+  if (id < 0 || id >= NR_THREADS) atomic_fetch_add(&nr_tasks_beyond, 1);
+  spin_us(200);
+  atomic_fetch_add(&nr_plain_done, 1);
+}
+
+static void case_no_region(void) {
+  pool_config_t c;
+  pool_config_default(&c);
+  c.threads = NR_THREADS;
+  c.on_worker_start = nr_on_start;
+  pool_t *p;
+  CHECK_OK(pool_create(&p, &c));
+  unsigned long rounds = check_iters(10);
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&nr_started, 0);
+    atomic_store(&nr_plain_done, 0);
+    pool_job_t j;
+    CHECK_OK(pool_job_submit(p, &j, nr_task, NULL));
+    while (!atomic_load(&nr_started)) nap_us(50);
+    for (int k = 0; k < NR_PLAIN; k++) CHECK_OK(pool_submit(p, nr_plain, NULL));
+    CHECK_OK(pool_job_wait(&j));
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_EQ(atomic_load(&nr_plain_done), NR_PLAIN);
+  }
+  CHECK_OK(pool_destroy(p));
+  CHECK_EQ(atomic_load(&nr_starts_beyond), 0);
+  CHECK_EQ(atomic_load(&nr_tasks_beyond), 0);
+}
+
+TEST_MAIN(120, TEST_CASE(parked_standin), TEST_CASE(shrink), TEST_CASE(spawned_before),
+          TEST_CASE(no_region))

@@ -108,12 +108,18 @@ ws_worker *ws_worker_build(struct pool *p, unsigned id);
 void ws_worker_free(struct pool *p, ws_worker *w);
 void ws_worker_stack_bounds(ws_worker *w);
 
+/* The rest of ws_latch_wait for an isolated worker with nothing left in
+ * its reach (standin.c; design.md 7.5). */
+void ws_latch_wait_isolated(struct pool *p, const ws_latch *l, ws_worker *hint);
 /* Returns once `l` holds (latch.h), with the completer's writes visible:
  * a worker of p helps, other threads block. An isolated worker with
- * nothing left in its reach sleeps inside a blocking region (standin.c),
- * so that a stand-in runs what it may not: its computation's tasks on
- * other deques or in the global queue (design.md 7.5). */
-void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint);
+ * nothing left in its reach sleeps, and once no other thread is free to
+ * run what it may not, sleeps inside a blocking region, so that a
+ * stand-in runs it (its computation's tasks on other deques or in the
+ * global queue). */
+static inline void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint) {
+  if (__builtin_expect(!ws_latch_help(p, l, hint), 0)) ws_latch_wait_isolated(p, l, hint);
+}
 
 /* Registers the fork handlers (pool.c), once; ENOMEM if it cannot. */
 int ws_fork_setup(void);

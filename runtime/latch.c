@@ -162,28 +162,20 @@ bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint) {
   return true;
 }
 
-/* As help's sleep, with nothing to look for: woken by every notify of the
- * pool's waiters (completers, producers of work, and the changes
- * ws_none_free reads), it sleeps again until `l` holds (true) or, with
- * `until_none_free`, until no other thread is free (false). */
-bool ws_latch_sleep(ws_worker *w, const ws_latch *l, bool until_none_free) {
+ws_slept ws_latch_sleep_once(ws_worker *w, const ws_latch *l, bool check_free) {
   ws_sleep *s = &w->pool->sleep;
   wait_note outer = note_get(w);
-  bool held = true;
+  ws_slept r = WS_SLEPT_WOKEN;
   note_set(w, note_of(l));
-  for (;;) {
-    uint32_t e = ws_wait_prepare(s);
-    if (holds(w->pool, l, ws_acquire)) {
-      ws_wait_cancel(s);
-      break;
-    }
-    if (until_none_free && ws_none_free(w->pool)) {
-      ws_wait_cancel(s);
-      held = false;
-      break;
-    }
+  uint32_t e = ws_wait_prepare(s);
+  if (holds(w->pool, l, ws_acquire))
+    r = WS_SLEPT_HELD;
+  else if (check_free && ws_none_free(w->pool))
+    r = WS_SLEPT_NONE_FREE;
+  if (r == WS_SLEPT_WOKEN)
     ws_wait_commit(s, e);
-  }
+  else
+    ws_wait_cancel(s);
   note_set(w, outer);
-  return held;
+  return r;
 }

@@ -49,10 +49,14 @@ static inline void ws_latch_notify(struct pool *p, unsigned who) {
  * nothing within its reach can help any more, with `l` not yet seen to
  * hold; ws_latch_wait (api.h) then sleeps in a blocking region. */
 bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint);
-/* Worker w of the latch's pool sleeps until `l` holds (true), running
- * nothing; with `until_none_free`, it returns false instead once no other
- * thread of the pool is free (ws_none_free). */
-bool ws_latch_sleep(ws_worker *w, const ws_latch *l, bool until_none_free);
+/* One sleep of worker w of the latch's pool on its waiter word, running
+ * nothing (an isolated waiter with nothing in reach): HELD when `l` holds
+ * (it does not sleep); with `check_free`, NONE_FREE when no other thread
+ * of the pool is free (ws_none_free; it does not sleep); else WOKEN, after
+ * a notify of the waiters (a completer, a producer, or a change that
+ * ws_none_free reads). */
+typedef enum { WS_SLEPT_HELD, WS_SLEPT_WOKEN, WS_SLEPT_NONE_FREE } ws_slept;
+ws_slept ws_latch_sleep_once(ws_worker *w, const ws_latch *l, bool check_free);
 /* Until `l` holds, on any thread, without helping: blocks on the pool's
  * event (outside threads, and a task's wait for a job, 9.2). */
 void ws_latch_block(struct pool *p, const ws_latch *l);

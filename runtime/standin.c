@@ -175,27 +175,31 @@ int pool_blocking_end(void) {
   return 0;
 }
 
-void ws_latch_wait(struct pool *p, const ws_latch *l, ws_worker *hint) {
-  if (ws_latch_help(p, l, hint)) return;
-  /* Isolated, and nothing this thread may run is left (design.md 7.5):
-   * what remains lies on other deques or in the global queue (a parked
-   * stand-in's deque, a shrunk worker's tasks, work spawned below the
-   * floor), for other threads to run. It sleeps while one of them is free;
-   * once none is, it sleeps as a task that blocks, and a stand-in runs
-   * in its place. A region of the task's own counts it already. */
+void ws_latch_wait_isolated(struct pool *p, const ws_latch *l, ws_worker *hint) {
+  /* Nothing this thread may run is left: what remains lies on other
+   * deques or in the global queue (a parked stand-in's deque, a shrunk
+   * worker's tasks, work spawned below the floor), for the pool's other
+   * threads. It sleeps while one of them is free, and after each wake
+   * looks and spins as any waiter; once none is free, it sleeps as a task
+   * that blocks, and a stand-in runs in its place. A region of the task's
+   * own counts it already. */
   ws_worker *w = ws_self();
-  if (w->block_depth > 0) {
-    ws_latch_sleep(w, l, false);
-    return;
+  bool counted = w->block_depth == 0;
+  for (;;) {
+    /* seq_cst: ws_none_free's loads, by this thread and the others. */
+    if (counted) ws_u32_fetch_add(&p->iso_asleep, 1, ws_seq_cst);
+    ws_slept r = ws_latch_sleep_once(w, l, counted);
+    if (r == WS_SLEPT_NONE_FREE) pool_blocking_begin(); /* in `blocked` before it leaves iso_asleep */
+    if (counted) ws_u32_fetch_add(&p->iso_asleep, (uint32_t)-1, ws_seq_cst);
+    if (r == WS_SLEPT_HELD) return;
+    if (r == WS_SLEPT_NONE_FREE) {
+      while (ws_latch_sleep_once(w, l, false) != WS_SLEPT_HELD) {
+      }
+      pool_blocking_end();
+      return;
+    }
+    if (ws_latch_help(p, l, hint)) return;
   }
-  /* seq_cst: ws_none_free's loads, by this thread and the others. */
-  ws_u32_fetch_add(&p->iso_asleep, 1, ws_seq_cst);
-  bool held = ws_latch_sleep(w, l, true);
-  if (!held) pool_blocking_begin(); /* counted in `blocked` before it leaves iso_asleep */
-  ws_u32_fetch_add(&p->iso_asleep, (uint32_t)-1, ws_seq_cst);
-  if (held) return;
-  ws_latch_sleep(w, l, false);
-  pool_blocking_end();
 }
 
 int pool_set_standin_limit(pool_t *pool, unsigned limit) {

@@ -193,6 +193,11 @@ void ws_latch_wait_isolated(struct pool *p, const ws_latch *l, ws_worker *hint) 
     if (counted) ws_u32_fetch_add(&p->iso_asleep, (uint32_t)-1, ws_seq_cst);
     if (r == WS_SLEPT_HELD) return;
     if (r == WS_SLEPT_NONE_FREE) {
+      /* The region starts no stand-in while the awake ones number the
+       * blocked threads, and an awake stand-in may itself be asleep in an
+       * isolated wait: the other isolated sleepers look again, and each
+       * that finds none free enters a region too, until one starts. */
+      ws_wait_notify(&p->sleep);
       while (ws_latch_sleep_once(w, l, false) != WS_SLEPT_HELD) {
       }
       pool_blocking_end();

@@ -30,6 +30,16 @@
  *                  tasks. The other worker is free, so the waiter sleeps
  *                  without a region: no stand-in starts (no start hook
  *                  with an id past the workers', no task runs on one).
+ *  two_sleepers    a pool of 1: a task spawns a child into a group and
+ *                  enters a region, so a stand-in runs the child; the child
+ *                  spawns a leaf into a second group, and once the task left
+ *                  its region, waits for that group in pool_isolate (the
+ *                  leaf lies below its floor); the task waits for the first
+ *                  group in pool_isolate. Both sleep isolated: the first to
+ *                  find no thread free enters a region that starts no
+ *                  stand-in (the awake one is the other sleeper), so the
+ *                  other looks again, enters one too, and a stand-in runs
+ *                  the leaf.
  * No timing assertions. */
 #include <errno.h>
 #include <stdatomic.h>
@@ -287,5 +297,65 @@ static void case_no_region(void) {
   CHECK_EQ(atomic_load(&nr_tasks_beyond), 0);
 }
 
+/* ---- two_sleepers ---------------------------------------------------------- */
+
+static pool_group_t ts_outer, ts_inner;
+static atomic_int ts_child_started, ts_region_left, ts_leaf_ran;
+static int ts_outer_rc, ts_inner_rc;
+
+static void ts_leaf(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&ts_leaf_ran, 1);
+}
+
+static void ts_wait_inner(void *arg) {
+  (void)arg;
+  ts_inner_rc = pool_group_wait(&ts_inner);
+}
+
+/* On the stand-in: the leaf goes below this computation's floor. */
+static void ts_child(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_group_init(&ts_inner, NULL));
+  CHECK_OK(pool_group_spawn(&ts_inner, ts_leaf, NULL));
+  atomic_store(&ts_child_started, 1);
+  while (!atomic_load(&ts_region_left)) nap_us(50);
+  CHECK_OK(pool_isolate(ts_wait_inner, NULL));
+}
+
+static void ts_wait_outer(void *arg) {
+  (void)arg;
+  ts_outer_rc = pool_group_wait(&ts_outer);
+}
+
+static void ts_task(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_group_init(&ts_outer, NULL));
+  CHECK_OK(pool_group_spawn(&ts_outer, ts_child, NULL));
+  CHECK_OK(pool_blocking_begin()); /* a stand-in takes the child */
+  while (!atomic_load(&ts_child_started)) nap_us(50);
+  CHECK_OK(pool_blocking_end());
+  atomic_store(&ts_region_left, 1);
+  CHECK_OK(pool_isolate(ts_wait_outer, NULL));
+}
+
+static void two_sleepers(pool_t *p) {
+  unsigned long rounds = check_iters(20);
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&ts_child_started, 0);
+    atomic_store(&ts_region_left, 0);
+    atomic_store(&ts_leaf_ran, 0);
+    ts_outer_rc = ts_inner_rc = -1;
+    pool_job_t j;
+    CHECK_OK(pool_job_submit(p, &j, ts_task, NULL));
+    CHECK_OK(pool_job_wait(&j));
+    CHECK_OK(ts_outer_rc);
+    CHECK_OK(ts_inner_rc);
+    CHECK_EQ(atomic_load(&ts_leaf_ran), 1);
+  }
+}
+
+static void case_two_sleepers(void) { ON_POOLS(two_sleepers, 1); }
+
 TEST_MAIN(120, TEST_CASE(parked_standin), TEST_CASE(shrink), TEST_CASE(spawned_before),
-          TEST_CASE(no_region))
+          TEST_CASE(no_region), TEST_CASE(two_sleepers))

@@ -116,7 +116,8 @@
  * NULL-pool call creates a fresh one. A thread that forks from inside a
  * task is not a worker in the child (NULL means the default pool there),
  * and a worker the pool bound to a CPU gets back the CPUs the pool was
- * created with (what the child creates or execs is not pinned to one);
+ * created with, when it could read them (what the child creates or execs
+ * is not pinned to one);
  * such a child must not return from that task (exec or _exit instead).
  * WSPOOL_TRACE: the child records no trace and never writes the parent's
  * file; WSPOOL_STATS prints for the child's own pools only. None of this
@@ -1348,10 +1349,11 @@ POOL_API int pool_job_submit(pool_t *pool, pool_job_t *job, pool_fn fn, void *ar
  *         fork (its pool's threads are the parent's), also after the child
  *         destroyed that pool and created others, at any depth of forks
  *         (a child of a child...), but for one case: a job initialised
- *         256, 512, ... generations of fork() up, whose pool this process
- *         destroyed before a pool_create() here reused that pool's
- *         memory, is taken for this process's own (this wait blocks for
- *         ever, pool_job_status() says EINPROGRESS).
+ *         256, 512, ... generations of fork() up, whose pool was
+ *         destroyed (here, or in a process between) before a
+ *         pool_create() here reused that pool's memory, is taken for this
+ *         process's own (this wait blocks for ever, pool_job_status()
+ *         says EINPROGRESS).
  */
 POOL_API int pool_job_wait(pool_job_t *job);
 
@@ -1439,8 +1441,11 @@ POOL_API int pool_job_cancel(pool_job_t *job);
  * is left to the pool's other threads; once none of them is free (each in
  * a region or in such a wait, or the pool shrunk to the waiter), the
  * waiter sleeps inside a blocking region, and a stand-in runs the pool's
- * work in its place. So stand-ins start there only where the wait would
- * otherwise never end; with a stand-in limit of 0 it may not. A task that
+ * work in its place. So a program without regions gets stand-ins only
+ * when every thread of its pool waits there (or the pool shrank under the
+ * wait). A thread blocked without a region, or waiting on another pool,
+ * counts as free; with the stand-in limit reached (or 0), or no thread to
+ * be had, no stand-in comes, and such a wait may never end. A task that
  * takes the lock the isolated computation holds without a region can
  * take that stand-in and block on the lock: take it in a region.
  * \code

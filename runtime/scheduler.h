@@ -383,10 +383,12 @@ static inline bool ws_standin_surplus(struct pool *p) {
  * (design.md 7.5): of its workers in use and its stand-ins awake, every
  * one is in a region or asleep in an isolated wait. seq_cst, read by a
  * registered waiter (ws_wait_prepare) against a store of `size` or
- * `active`, then ws_wait_notify, by pool_resize or a parking stand-in:
- * one of the two sees the other. The others only raise the count of free
- * threads (a region's end) or decide for themselves (a new region, a new
- * isolated sleeper). */
+ * `active`, or the increment of `blocked` by a region that starts no
+ * stand-in, then ws_wait_notify, by pool_resize, a parking stand-in or
+ * pool_blocking_begin: one of the two sees the other. The others only
+ * raise the count of free threads (a region's end, a region that starts
+ * a stand-in) or decide for themselves (a new isolated sleeper). A thread
+ * blocked without a region, or waiting on another pool, counts as free. */
 static inline bool ws_none_free(struct pool *p) {
   int64_t free = (int64_t)ws_u32_load(&p->size, ws_seq_cst) + ws_u32_load(&p->active, ws_seq_cst) -
                  ws_u32_load(&p->blocked, ws_seq_cst) - ws_u32_load(&p->iso_asleep, ws_seq_cst);

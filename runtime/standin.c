@@ -150,16 +150,29 @@ int pool_blocking_begin(void) {
   uint32_t b = ws_u32_fetch_add(&p->blocked, 1, ws_seq_cst) + 1;
   uint32_t a = ws_u32_load(&p->active, ws_seq_cst);
   /* Relaxed: a limit set by another thread applies from some later region. */
-  if (a >= b || a >= ws_u32_load(&p->standin_limit, ws_relaxed)) return 0;
-  pthread_mutex_lock(&p->standin_lock);
-  /* Again under the lock, where `active` and `standin_closing` only change:
-   * regions that ended meanwhile may have made a stand-in unnecessary. */
-  a = ws_u32_load(&p->active, ws_relaxed);
-  b = ws_u32_load(&p->blocked, ws_seq_cst);
-  if (!p->standin_closing && a < b && a < ws_u32_load(&p->standin_limit, ws_relaxed) &&
-      wake_standin(p))
-    ws_u32_store(&p->active, a + 1, ws_seq_cst); /* seq_cst: the Dekker pair above */
-  pthread_mutex_unlock(&p->standin_lock);
+  bool started = false;
+  if (a < b && a < ws_u32_load(&p->standin_limit, ws_relaxed)) {
+    pthread_mutex_lock(&p->standin_lock);
+    /* Again under the lock, where `active` and `standin_closing` only
+     * change: regions that ended meanwhile may have made a stand-in
+     * unnecessary. */
+    a = ws_u32_load(&p->active, ws_relaxed);
+    b = ws_u32_load(&p->blocked, ws_seq_cst);
+    if (!p->standin_closing && a < b && a < ws_u32_load(&p->standin_limit, ws_relaxed) &&
+        wake_standin(p)) {
+      ws_u32_store(&p->active, a + 1, ws_seq_cst); /* seq_cst: the Dekker pair above */
+      started = true;
+    }
+    pthread_mutex_unlock(&p->standin_lock);
+  }
+  /* No stand-in for this region: one thread fewer free. An awake stand-in
+   * counted against it may be asleep in an isolated wait itself, so
+   * isolated sleepers look again (ws_none_free; each that finds none free
+   * enters a region, until one starts a stand-in). seq_cst load, against
+   * a sleeper's increment, then its registration and its load of
+   * `blocked`: it sees our increment, or we see it and our notify sees its
+   * registration. */
+  if (!started && ws_u32_load(&p->iso_asleep, ws_seq_cst) != 0) ws_wait_notify(&p->sleep);
   return 0;
 }
 
@@ -193,11 +206,6 @@ void ws_latch_wait_isolated(struct pool *p, const ws_latch *l, ws_worker *hint) 
     if (counted) ws_u32_fetch_add(&p->iso_asleep, (uint32_t)-1, ws_seq_cst);
     if (r == WS_SLEPT_HELD) return;
     if (r == WS_SLEPT_NONE_FREE) {
-      /* The region starts no stand-in while the awake ones number the
-       * blocked threads, and an awake stand-in may itself be asleep in an
-       * isolated wait: the other isolated sleepers look again, and each
-       * that finds none free enters a region too, until one starts. */
-      ws_wait_notify(&p->sleep);
       while (ws_latch_sleep_once(w, l, false) != WS_SLEPT_HELD) {
       }
       pool_blocking_end();

@@ -40,6 +40,14 @@
  *                  stand-in (the awake one is the other sleeper), so the
  *                  other looks again, enters one too, and a stand-in runs
  *                  the leaf.
+ *  region_after    a pool of 1: a stand-in that served a region runs a
+ *                  task which spawns a leaf and then waits for it in
+ *                  pool_isolate; the worker, free, is counted, so that wait
+ *                  sleeps. The worker's next task enters a region that
+ *                  starts no stand-in (the awake one is that sleeper) and
+ *                  blocks until the wait ends: the region makes the
+ *                  sleeper look again, it enters a region, and a new
+ *                  stand-in runs the leaf.
  * No timing assertions. */
 #include <errno.h>
 #include <stdatomic.h>
@@ -357,5 +365,68 @@ static void two_sleepers(pool_t *p) {
 
 static void case_two_sleepers(void) { ON_POOLS(two_sleepers, 1); }
 
+/* ---- region_after --------------------------------------------------------- */
+
+static pool_group_t ra_group;
+static atomic_int ra_b_started, ra_r1_left, ra_leaf_ran, ra_done;
+static int ra_rc;
+
+static void ra_leaf(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&ra_leaf_ran, 1);
+}
+
+static void ra_wait(void *arg) {
+  (void)arg;
+  ra_rc = pool_group_wait(&ra_group);
+  atomic_store(&ra_done, 1);
+}
+
+/* Run by the stand-in: the leaf goes below this computation's floor. */
+static void ra_b(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_group_init(&ra_group, NULL));
+  CHECK_OK(pool_group_spawn(&ra_group, ra_leaf, NULL));
+  atomic_store(&ra_b_started, 1);
+  while (!atomic_load(&ra_r1_left)) nap_us(50);
+  CHECK_OK(pool_isolate(ra_wait, NULL));
+}
+
+static void ra_task(void *arg) {
+  (void)arg;
+  CHECK_OK(pool_submit(NULL, ra_b, NULL));
+  CHECK_OK(pool_blocking_begin()); /* a stand-in takes ra_b */
+  while (!atomic_load(&ra_b_started)) nap_us(50);
+  CHECK_OK(pool_blocking_end());
+  atomic_store(&ra_r1_left, 1);
+  nap_us(20000); /* ra_b's wait finds this worker free and sleeps */
+  /* A second region, which starts no stand-in (the awake one is that
+   * sleeper), blocks until the isolated wait ends. */
+  CHECK_OK(pool_blocking_begin());
+  while (!atomic_load(&ra_done)) nap_us(100);
+  CHECK_OK(pool_blocking_end());
+}
+
+static void case_region_after(void) {
+  pool_config_t c;
+  pool_config_default(&c);
+  c.threads = 1;
+  pool_t *p;
+  CHECK_OK(pool_create(&p, &c));
+  unsigned long rounds = check_iters(5);
+  for (unsigned long r = 0; r < rounds; r++) {
+    atomic_store(&ra_b_started, 0);
+    atomic_store(&ra_r1_left, 0);
+    atomic_store(&ra_leaf_ran, 0);
+    atomic_store(&ra_done, 0);
+    ra_rc = -1;
+    CHECK_OK(pool_submit(p, ra_task, NULL));
+    CHECK_OK(pool_wait_idle(p));
+    CHECK_OK(ra_rc);
+    CHECK_EQ(atomic_load(&ra_leaf_ran), 1);
+  }
+  CHECK_OK(pool_destroy(p));
+}
+
 TEST_MAIN(120, TEST_CASE(parked_standin), TEST_CASE(shrink), TEST_CASE(spawned_before),
-          TEST_CASE(no_region), TEST_CASE(two_sleepers))
+          TEST_CASE(no_region), TEST_CASE(two_sleepers), TEST_CASE(region_after))

@@ -678,9 +678,14 @@ int pool_group_wait(pool_group_t *pg) {
   if (ws_i64_load(&g->pending, ws_relaxed) & GROUP_CONT) return EBUSY;
   /* From inside the group's own work (a child, what a child spawned or
    * runs in a loop; they are all in units nested in the group's), the
-   * wait would wait for its caller. */
-  for (const ws_ctx *c = ws_ctx_current(); c; c = c->parent)
-    if (c == &g->unit) return EDEADLK;
+   * wait would wait for its caller. The unit current at the init (the
+   * group's parent) is not nested in the group: a wait from there, the
+   * common case, needs no walk, which would cost the depth of nesting at
+   * every level of a recursion through groups. */
+  const ws_ctx *cur = ws_ctx_current();
+  if (cur != g->unit.parent)
+    for (const ws_ctx *c = cur; c; c = c->parent)
+      if (c == &g->unit) return EDEADLK;
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");
   uint64_t at = ws_prof_wait_begin(g->pool);

@@ -390,9 +390,9 @@ static inline bool ws_standin_surplus(struct pool *p) {
  * a stand-in) or decide for themselves (a new isolated sleeper). A thread
  * blocked without a region, or waiting on another pool, counts as free. */
 static inline bool ws_none_free(struct pool *p) {
-  int64_t free = (int64_t)ws_u32_load(&p->size, ws_seq_cst) + ws_u32_load(&p->active, ws_seq_cst) -
-                 ws_u32_load(&p->blocked, ws_seq_cst) - ws_u32_load(&p->iso_asleep, ws_seq_cst);
-  return free <= 0;
+  int64_t avail = (int64_t)ws_u32_load(&p->size, ws_seq_cst) + ws_u32_load(&p->active, ws_seq_cst) -
+                  ws_u32_load(&p->blocked, ws_seq_cst) - ws_u32_load(&p->iso_asleep, ws_seq_cst);
+  return avail <= 0;
 }
 
 /* True when w must go back to its loop after the task it ran instead of

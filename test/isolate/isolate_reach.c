@@ -408,11 +408,7 @@ static void ra_task(void *arg) {
 }
 
 static void case_region_after(void) {
-  pool_config_t c;
-  pool_config_default(&c);
-  c.threads = 1;
-  pool_t *p;
-  CHECK_OK(pool_create(&p, &c));
+  pool_t *p = make_pool(1);
   unsigned long rounds = check_iters(5);
   for (unsigned long r = 0; r < rounds; r++) {
     atomic_store(&ra_b_started, 0);

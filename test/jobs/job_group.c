@@ -878,11 +878,7 @@ static void case_fork_child(void) {
     _exit(0);
   }
   gate_open(&gate);
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    FAIL("the child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
-         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  job_child_ok(pid, "the child");
   CHECK_OK(pool_group_wait(&busy));
   CHECK_OK(pool_group_cancel(&idle));
   CHECK_EQ(pool_group_wait(&idle), ECANCELED);

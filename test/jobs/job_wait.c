@@ -846,11 +846,7 @@ static void case_fork_child(void) {
     _exit(0);
   }
   gate_open(&gate);
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    FAIL("the child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
-         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  job_child_ok(pid, "the child");
   CHECK_OK(pool_job_wait(&queued));
   CHECK_OK(pool_job_wait(&run));
   CHECK_OK(pool_job_start(&unstarted));
@@ -913,11 +909,7 @@ static void case_fork_deep(void) {
     _exit(0);
   }
   gate_open(&gate);
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    FAIL("a descendant: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
-         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  job_child_ok(pid, "a descendant");
   CHECK_OK(pool_job_wait(&started));
   CHECK_OK(pool_job_start(&unstarted));
   CHECK_OK(pool_job_wait(&unstarted));

@@ -222,8 +222,9 @@ static void nested_create(void *arg) {
   CHECK_OK(pool_create(&nst.core_auto, &cfg));
 }
 
-static void case_from_worker(void) {
-  if (nallowed < 2) TEST_SKIP("one CPU: a bound worker's is the process's");
+/* A pool of one worker bound to one CPU (CORE), or NULL when workers
+ * cannot be bound here. */
+static pool_t *one_bound_worker(void) {
   pool_config_t cfg;
   pool_config_default(&cfg);
   cfg.bind = POOL_BIND_CORE;
@@ -231,11 +232,16 @@ static void case_from_worker(void) {
   cfg.stack_size = 256u << 10;
   pool_t *a;
   CHECK_OK(pool_create(&a, &cfg));
+  if (pool_worker_cpu(a, 0) >= 0) return a;
+  CHECK_OK(pool_destroy(a));
+  return NULL;
+}
+
+static void case_from_worker(void) {
+  if (nallowed < 2) TEST_SKIP("one CPU: a bound worker's is the process's");
+  pool_t *a = one_bound_worker();
+  if (!a) TEST_SKIP("workers cannot be bound here");
   int cpu = pool_worker_cpu(a, 0);
-  if (cpu < 0) {
-    CHECK_OK(pool_destroy(a));
-    TEST_SKIP("workers cannot be bound here");
-  }
   CHECK_OK(pool_submit(a, nested_create, NULL));
   CHECK_OK(pool_wait_idle(a));
   CHECK(mask_is_only(&nst.worker_mask, cpu));
@@ -285,17 +291,8 @@ static void case_fork_child(void) {
   if (getenv("WSPOOL_TEST_EMULATED")) TEST_SKIP("fork() of a threaded process under qemu-user");
   if (TEST_UNDER_ASAN || TEST_UNDER_TSAN)
     TEST_SKIP("a threaded fork under ThreadSanitizer or AddressSanitizer (see test/fault/fork.c)");
-  pool_config_t cfg;
-  pool_config_default(&cfg);
-  cfg.bind = POOL_BIND_CORE;
-  cfg.threads = 1;
-  cfg.stack_size = 256u << 10;
-  pool_t *a;
-  CHECK_OK(pool_create(&a, &cfg));
-  if (pool_worker_cpu(a, 0) < 0) {
-    CHECK_OK(pool_destroy(a));
-    TEST_SKIP("workers cannot be bound here");
-  }
+  pool_t *a = one_bound_worker();
+  if (!a) TEST_SKIP("workers cannot be bound here");
   CHECK_OK(pool_submit(a, fork_task, NULL));
   CHECK_OK(pool_wait_idle(a));
   CHECK_EQ(fc_status, 0);

@@ -459,6 +459,13 @@ _Static_assert(sizeof(ws_group) <= sizeof(pool_group_t), "pool_group_t too small
  * never end here), so every call on it but the init is refused. */
 static bool group_forked(const ws_group *g) { return g->fork_gen != ws_fork_gen; }
 
+/* 0 for a group the calling process may use; EINVAL when not initialised,
+ * EOWNERDEAD when initialised before a fork() (group_forked). */
+static int group_usable(const ws_group *g) {
+  if (g->magic != GROUP_TAG(g)) return EINVAL;
+  return group_forked(g) ? EOWNERDEAD : 0;
+}
+
 typedef struct group_child {
   ws_task hdr;
   pool_fn fn;
@@ -580,8 +587,8 @@ int pool_job_after_group(pool_job_t *pj, pool_group_t *pg) {
   ws_job *j = ws_job_unstarted(pj);
   if (!j || !pg) return EINVAL;
   ws_group *g = (ws_group *)pg;
-  if (g->magic != GROUP_TAG(g)) return EINVAL;
-  if (group_forked(g)) return EOWNERDEAD;
+  int rc = group_usable(g);
+  if (rc) return rc;
   /* The slot first: one registration at a time holds it (relaxed: only
    * its value matters; the bit's CAS below publishes it). */
   void *none = NULL;
@@ -613,14 +620,14 @@ int pool_group_spawn_drop(pool_group_t *pg, pool_fn fn, void *arg, pool_fn drop)
   if (!pg || !fn) return EINVAL;
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_spawn on a group never initialised");
-  if (g->magic != GROUP_TAG(g)) return EINVAL;
-  if (group_forked(g)) return EOWNERDEAD;
+  int rc = group_usable(g);
+  if (rc) return rc;
   struct pool *p = g->pool;
   ws_worker *w = ws_self();
   bool inside = w && w->pool == p;
   /* From outside, the push, a refusal's decrement and its notify happen
    * inside the pool's gate (pool.c). */
-  int rc = inside ? 0 : ws_enter(p);
+  rc = inside ? 0 : ws_enter(p);
   if (rc) return rc;
   ws_node *n = ws_node_alloc(&p->mem, inside ? &w->nodes : NULL);
   if (!n) {
@@ -672,8 +679,8 @@ int pool_group_wait(pool_group_t *pg) {
   if (!pg) return EINVAL;
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_wait on a group never initialised");
-  if (g->magic != GROUP_TAG(g)) return EINVAL;
-  if (group_forked(g)) return EOWNERDEAD; /* without waiting, its round unended */
+  int rc = group_usable(g); /* EOWNERDEAD: without waiting, its round unended */
+  if (rc) return rc;
   /* Relaxed: only a concurrent wait (the misuse) races with it. */
   if (ws_i64_load(&g->pending, ws_relaxed) & GROUP_CONT) return EBUSY;
   /* From inside the group's own work (a child, what a child spawned or
@@ -689,7 +696,7 @@ int pool_group_wait(pool_group_t *pg) {
   WS_MISUSE_IF(ws_u32_xchg(&g->waiting, 1, ws_relaxed) != 0,
                "two pool_group_wait calls on one group at once");
   uint64_t at = ws_prof_wait_begin(g->pool);
-  int rc = group_wait(g);
+  rc = group_wait(g);
   ws_prof_wait_end(g->pool, at);
   /* The next round starts uncancelled: a cancel or failure racing with
    * this lands before it (this round's) or after (the next round's). */
@@ -702,8 +709,8 @@ int pool_group_cancel(pool_group_t *pg) {
   if (!pg) return EINVAL;
   ws_group *g = (ws_group *)pg;
   WS_MISUSE_IF(g->magic != GROUP_TAG(g), "pool_group_cancel on a group never initialised");
-  if (g->magic != GROUP_TAG(g)) return EINVAL;
-  if (group_forked(g)) return EOWNERDEAD;
+  int rc = group_usable(g);
+  if (rc) return rc;
   ws_ctx_cancel(&g->unit);
   return 0;
 }

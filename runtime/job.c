@@ -146,8 +146,8 @@ ws_job *ws_job_unstarted(pool_job_t *pj) {
  * down sees its own value there. Its pool's full generation (the init
  * refuses a pool of an earlier process, and only a pool_create of this
  * process rewrites it) tells that one apart too, unless this process took
- * the struct for a pool of its own since (its pool was destroyed here:
- * wspool.h, pool_job_wait, says what is left). */
+ * the struct for a pool of its own since (its pool was destroyed here or
+ * in a process between: wspool.h, pool_job_wait, says what is left). */
 static bool job_forked(const ws_job *j) {
   return (job_bits(j) >> JOB_FORK_SHIFT) != (uint8_t)ws_fork_gen || ws_pool_forked(j->pool);
 }

@@ -47,7 +47,8 @@ static inline void ws_latch_notify(struct pool *p, unsigned who) {
  * worker of p helps meanwhile (from `hint` first, if given); other threads
  * block. False: a worker in an isolated computation (ws_isolation) that
  * nothing within its reach can help any more, with `l` not yet seen to
- * hold; ws_latch_wait (api.h) then sleeps in a blocking region. */
+ * hold; ws_latch_wait (api.h) then sleeps, in a blocking region once no
+ * other thread is free (design.md 7.5). */
 bool ws_latch_help(struct pool *p, const ws_latch *l, ws_worker *hint);
 /* One sleep of worker w of the latch's pool on its waiter word, running
  * nothing (an isolated waiter with nothing in reach): HELD when `l` holds

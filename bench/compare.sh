@@ -317,11 +317,13 @@ CELL = F + r'x? \[\s*' + F + r',\s*' + F + r'\]'
 ROW_PROF = re.compile(r'^(\S.*?)\s+(\d+)\s+' + CELL + r'\s+' + CELL + r'\s+' + CELL + r'(\s.*)?$')
 HDR_KNAP = re.compile(r'^variant\s+time\s+/ Ts\s*$')
 ROW_KNAP = re.compile(r'^(\S.*?)\s+' + CELL + r'\s+' + F + r'\s*$')
+HDR_CREATE = re.compile(r'^\s+P\s+plain threads\s+wspool\s+wspool / threads\s*$')
+ROW_CREATE = re.compile(r'^\s+(\d+)\s+' + CELL + r'\s+' + CELL + r'\s+' + CELL + r'\s*$')
 ROW_NEIGH = re.compile(r'^(\S.*?)' + r''.join([r'\s+' + F + r' \[' + F + r', ' + F + r'\]'] * 4) +
                        r'\s*$')
 # A table's header line, and the kind of table its rows are read as.
 HEADERS = [(HDR_TABLE, 'table'), (HDR_SUBMIT, 'submit'), (HDR_WAKE, 'wake'), (HDR_NEIGH, 'neigh'),
-           (HDR_PROF, 'prof'), (HDR_KNAP, 'knap')]
+           (HDR_PROF, 'prof'), (HDR_KNAP, 'knap'), (HDR_CREATE, 'create')]
 
 
 def number(s):
@@ -384,6 +386,11 @@ def parse(path):
             m = ROW_KNAP.match(line)
             if m:
                 rows.append((section, m.group(1), number(m.group(2)), 's', False))
+        elif table == 'create':
+            m = ROW_CREATE.match(line)
+            if m:
+                rows.append(('create + destroy', f'plain threads, P {m.group(1)}', number(m.group(2)), 's', False))
+                rows.append(('create + destroy', f'wspool, P {m.group(1)}', number(m.group(5)), 's', False))
         elif table == 'neigh':
             m = ROW_NEIGH.match(line)
             if m:

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the C tests: pools, exactly-once flag arrays, a seeded
  * generator, fib, waiting until every worker sleeps, capturing stderr, and
- * fields of /proc/self/status. */
+ * fields of /proc/self/status, forked children's ends. */
 #ifndef WSPOOL_TEST_TESTUTIL_H
 #define WSPOOL_TEST_TESTUTIL_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <wspool.h>
@@ -245,6 +247,25 @@ static inline long proc_status_field(const char *name) {
   fclose(f);
   CHECK(v >= 0);
   return v;
+}
+
+/* Waits for the forked child `pid` and returns its exit code; a child
+ * that did not exit (a signal) fails the case, `who` naming it in the
+ * report. */
+static inline int child_exit(pid_t pid, const char *who) {
+  int st;
+  pid_t r;
+  while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
+  }
+  CHECK_EQ(r, pid);
+  if (!WIFEXITED(st)) FAIL("%s: signal %d\n", who, WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+  return WEXITSTATUS(st);
+}
+
+/* Fails the case unless the forked child `pid` exits with 0. */
+static inline void child_ok(pid_t pid, const char *who) {
+  int code = child_exit(pid, who);
+  if (code != 0) FAIL("%s: exit %d\n", who, code);
 }
 
 #endif

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <wspool.h>
 
@@ -126,12 +125,9 @@ static void case_rlimit(void) {
     fflush(NULL);
     _exit(rc);
   }
-  int status;
-  while (waitpid(pid, &status, 0) < 0) CHECK(errno == EINTR);
-  if (WIFSIGNALED(status)) FAIL("child killed by signal %d\n", WTERMSIG(status));
-  CHECK(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) TEST_SKIP("RLIMIT_AS already too low here");
-  CHECK_EQ(WEXITSTATUS(status), 0);
+  int code = child_exit(pid, "the child");
+  if (code == 77) TEST_SKIP("RLIMIT_AS already too low here");
+  CHECK_EQ(code, 0);
 }
 
 static const char *skip_reason(void) {

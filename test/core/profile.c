@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
 #include <wspool.h>
@@ -777,9 +776,7 @@ static void case_fork(void) {
     CHECK_EQ(pool_profile_end(a, &pr), EOWNERDEAD);
     _exit(0);
   }
-  int status;
-  CHECK(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  child_ok(pid, "the child");
   pool_profile_t pr;
   CHECK_OK(pool_profile_end(a, &pr));
   CHECK_OK(pool_destroy(a));

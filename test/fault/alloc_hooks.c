@@ -46,7 +46,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <wspool.h>
 
@@ -459,9 +458,7 @@ static void case_errors(void) {
              atomic_load(&a.live_bytes) == 0 && atomic_load(&a.live_blocks) == 0;
     _exit(ok ? 0 : 1);
   }
-  int status;
-  CHECK_EQ(waitpid(pid, &status, 0), pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  child_ok(pid, "the child");
   CHECK_OK(pool_destroy(p));
   acct_check_empty(&a);
   size_t m;

@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <wspool.h>
 
@@ -207,11 +206,9 @@ static void forks_during_work(void) {
         child_checks();
         exit(0);
       }
-      int st;
-      CHECK_EQ(waitpid(pid, &st, 0), pid);
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        FAIL("child forked during %s work: %s %d\n", work_name[k],
-             WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+      char who[64];
+      snprintf(who, sizeof who, "child forked during %s work", work_name[k]);
+      child_ok(pid, who);
     }
   }
 }
@@ -276,9 +273,7 @@ static void case_fork_trace(void) {
   }
   CHECK_OK(unsetenv("WSPOOL_TRACE"));
   CHECK_OK(unsetenv("WSPOOL_STATS"));
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  child_ok(pid, "the traced run");
   check_trace_file(path);
   unlink(path);
 }

@@ -138,7 +138,7 @@ enum { SN = 60, SMAXE = 1200, SCHILD = 6, SFAN = 400 };
 static node sn[SN];
 static unsigned se_pred[SMAXE], se_succ[SMAXE]; /* accepted edges */
 static size_t sne;
-static char child_ok[SCHILD];
+static char child_spawned[SCHILD];
 static atomic_uint child_ran[SCHILD];
 static atomic_ulong child_end[SCHILD];
 static pool_group_t sg;
@@ -177,7 +177,7 @@ static void sweep_run(void) {
   node_reset(sn, SN);
   sne = 0;
   for (size_t i = 0; i < SCHILD; i++) {
-    child_ok[i] = 0;
+    child_spawned[i] = 0;
     atomic_store(&child_ran[i], 0);
     atomic_store(&child_end[i], 0);
   }
@@ -198,7 +198,7 @@ static void sweep_run(void) {
   for (size_t c = 0; c < SCHILD; c++) {
     int rc = pool_group_spawn(&sg, child_fn, (void *)(uintptr_t)c);
     ok_enomem(rc, "pool_group_spawn");
-    child_ok[c] = rc == 0;
+    child_spawned[c] = rc == 0;
   }
   CHECK_OK(pool_job_after_group(&sn[cont_idx].job, &sg));
   node_reset(fan, SFAN + 1);
@@ -247,8 +247,8 @@ static void sweep_check(void) {
       FAIL("fan job %zu started before its predecessor ended\n", i);
   }
   for (size_t c = 0; c < SCHILD; c++) {
-    CHECK_EQ(atomic_load(&child_ran[c]), child_ok[c] ? 1u : 0u);
-    if (child_ok[c] && sn[cont_idx].status == 0 &&
+    CHECK_EQ(atomic_load(&child_ran[c]), child_spawned[c] ? 1u : 0u);
+    if (child_spawned[c] && sn[cont_idx].status == 0 &&
         !(atomic_load(&child_end[c]) < atomic_load(&sn[cont_idx].t_start)))
       FAIL("the group's continuation started before child %zu ended\n", c);
   }

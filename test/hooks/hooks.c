@@ -27,12 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <wspool.h>
 
 #include "check.h"
 #include "no_affinity.h"
+#include "testutil.h"
 
 #define MAXW 16
 
@@ -234,10 +234,7 @@ static void case_failed_create(void) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) _exit(failed_create_child());
-  int status;
-  CHECK(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status));
-  int code = WEXITSTATUS(status);
+  int code = child_exit(pid, "the child");
   CHECK(code == 0 || code == 77);
   if (code == 77) TEST_SKIP("no seccomp or no binding");
 }

@@ -878,7 +878,7 @@ static void case_fork_child(void) {
     _exit(0);
   }
   gate_open(&gate);
-  job_child_ok(pid, "the child");
+  child_ok(pid, "the child");
   CHECK_OK(pool_group_wait(&busy));
   CHECK_OK(pool_group_cancel(&idle));
   CHECK_EQ(pool_group_wait(&idle), ECANCELED);

@@ -24,7 +24,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <wspool.h>
 
@@ -322,15 +321,5 @@ static inline void gate_pass(jgate *g) {
   CHECK(job_wait_until(&g->open, 1));
 }
 static inline void gate_open(jgate *g) { atomic_store(&g->open, 1); }
-
-/* Waits for the forked child `pid` and fails the case unless it exited
- * with 0; `who` names it in the report. */
-static inline void job_child_ok(pid_t pid, const char *who) {
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    FAIL("%s: %s %d\n", who, WIFEXITED(st) ? "exit" : "signal",
-         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-}
 
 #endif

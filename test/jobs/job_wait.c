@@ -846,7 +846,7 @@ static void case_fork_child(void) {
     _exit(0);
   }
   gate_open(&gate);
-  job_child_ok(pid, "the child");
+  child_ok(pid, "the child");
   CHECK_OK(pool_job_wait(&queued));
   CHECK_OK(pool_job_wait(&run));
   CHECK_OK(pool_job_start(&unstarted));
@@ -909,7 +909,7 @@ static void case_fork_deep(void) {
     _exit(0);
   }
   gate_open(&gate);
-  job_child_ok(pid, "a descendant");
+  child_ok(pid, "a descendant");
   CHECK_OK(pool_job_wait(&started));
   CHECK_OK(pool_job_start(&unstarted));
   CHECK_OK(pool_job_wait(&unstarted));

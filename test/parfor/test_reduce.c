@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <wspool.h>
 
@@ -143,9 +142,7 @@ static void case_refused(void) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) _exit(refused_calls(p, EOWNERDEAD));
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  child_ok(pid, "the child");
   CHECK_OK(pool_destroy(p));
   CHECK_EQ(refused_calls(p, ESHUTDOWN), 0); /* late calls: wspool.h, faults */
 }

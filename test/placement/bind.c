@@ -40,6 +40,7 @@
 
 #include "check.h"
 #include "probe.h"
+#include "testutil.h"
 
 static cpu_set_t allowed;
 static int nallowed;
@@ -344,10 +345,7 @@ static void case_taskset(void) {
     _exit(2);
   }
   CHECK_OK(unsetenv("WSPOOL_TEST_ONLY_CPU"));
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st));
-  CHECK_EQ(WEXITSTATUS(st), 0);
+  child_ok(pid, "the child");
 }
 
 /* This process's CPUs, and with hwloc its topology; no placement from the

@@ -6,7 +6,6 @@
  * number submitted (destroy has joined the workers, so they are final).
  * One case: table. */
 #include <stdatomic.h>
-#include <sys/wait.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -33,9 +32,7 @@ static void case_table(void) {
     exit(0);
   }
   close(fd);
-  int status;
-  CHECK(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  child_ok(pid, "the child");
   FILE *f = fopen(path, "r");
   CHECK(f);
   char line[512];

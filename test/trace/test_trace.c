@@ -11,7 +11,6 @@
  * cannot_create. */
 #include <stdatomic.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <wspool.h>
 
 #include "check.h"
@@ -70,9 +69,7 @@ static void run_child(void (*child)(const char *), const char *path) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) child(path);
-  int status;
-  CHECK(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  child_ok(pid, "the child");
 }
 
 /* Run `child` in a fork with WSPOOL_TRACE at `path`; return the file's

@@ -325,10 +325,10 @@ static int build_pool(struct pool *p, const pool_config_t *cfg, const cpu_set_t 
   ws_u32_store(&p->stop, 0, ws_relaxed);
   ws_u32_store(&p->stopped, 0, ws_relaxed);
   p->workers = ws_mem_calloc(&p->mem, p->nthreads, sizeof(ws_worker *));
-  /* A worker not started yet has an empty deque: it clears its word
-   * before its first look (worker.c). */
+  /* A worker not started yet has an empty deque: its word is QUIET until
+   * its first look (worker.c); in a large pool the words are bells too. */
   p->asleep = ws_mem_calloc(&p->mem, p->nthreads, sizeof(ws_u32));
-  for (unsigned i = 0; p->asleep && i < p->nthreads; i++) ws_u32_store(&p->asleep[i], 1, ws_relaxed);
+  if (p->asleep) ws_sleep_bells(&p->sleep, p->asleep, p->nthreads);
   rc = p->workers && p->asleep ? ws_placement_plan(p, origin, origin_size) : ENOMEM;
   for (unsigned i = 0; rc == 0 && i < p->nthreads; i++) rc = new_worker(p, i);
   /* Workers beyond the size park before their first task (worker.c).

@@ -192,11 +192,13 @@ struct pool {
    * when the C library's are used. */
   void *stacks;
   size_t stack_slot, stack_guard;
-  /* asleep[i] != 0: worker i's deque is empty and stays so until worker i
-   * stores 0, which it does before it can push again; thieves pass it over
-   * (worker.c; the argument is docs/design.md 5.10). One word a worker,
-   * side by side, so that a look over thousands of workers reads a few
-   * lines rather than each one's deque. */
+  /* asleep[i] != WS_BELL_AWAKE: worker i's deque is empty and stays so
+   * until worker i stores AWAKE, which it does before it can push again;
+   * thieves pass it over (worker.c; the argument is docs/design.md 5.10).
+   * One word a worker, side by side, so that a look over thousands of
+   * workers reads a few lines rather than each one's deque. In a pool of
+   * more than WS_BELLS_MIN workers the word is also the worker's bell,
+   * the futex word it sleeps on (sleep.h; design.md 5.4). */
   ws_u32 *asleep;
   /* Workers in use, [0, size): pool_resize (pool.c), under resize_lock;
    * read relaxed (pool_threads, the last-to-sleep hint). */

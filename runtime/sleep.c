@@ -113,12 +113,57 @@ void ws_futex_wake(ws_u32 *word, int n) {
  * again. */
 enum { DEGRADED_NS = 1000000 };
 
+/* The calling thread's wake depth (ws_sleep_depth), and whether it came
+ * out of a sleep woken and has not woken anyone since (ws_sleep_wake_one). */
+static __thread uint32_t wake_depth;
+static __thread bool fresh;
+
+uint32_t ws_sleep_depth(void) { return wake_depth; }
+
+void ws_sleep_bells(ws_sleep *s, ws_u32 *bells, unsigned n) {
+  for (unsigned i = 0; i < n; i++) ws_u32_store(&bells[i], WS_BELL_QUIET, ws_relaxed);
+  if (n <= WS_BELLS_MIN) return;
+  s->bells = bells;
+  s->nbells = n;
+}
+
+/* Rings up to n sleeping bells, from bell `start` on; how many it rang.
+ * Called after the caller's seq_cst RMW of `epoch`. */
+static int ring(ws_sleep *s, uint32_t start, int n) {
+  int rung = 0;
+  unsigned nb = s->nbells, j = start % nb;
+  for (unsigned k = 0; k < nb && rung < n; k++, j = j + 1 < nb ? j + 1 : 0) {
+    /* seq_cst, after the seq_cst RMW of epoch: against the sleeper's
+     * seq_cst store of ASLEEP, then load of epoch (ws_sleep_commit), one
+     * of the two sees the other (Dekker; design.md 5.4): we ring it, or
+     * it does not sleep. */
+    uint32_t b = ws_u32_load(&s->bells[j], ws_seq_cst);
+    if (b != WS_BELL_ASLEEP) continue;
+    if (!ws_u32_cas(&s->bells[j], &b, WS_BELL_RUNG + wake_depth, ws_seq_cst)) continue;
+    ws_futex_wake(&s->bells[j], 1);
+    rung++;
+  }
+  return rung;
+}
+
+/* Wakes up to n sleepers: bells first, then whoever waits on the epoch
+ * (a napper, a stand-in, every sleeper of a pool without bells). */
+static void wake_n(ws_sleep *s, int n) {
+  /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
+   * the work published before it. */
+  uint32_t e = ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst) + 1;
+  if (s->bells && ring(s, e, n) == n) return;
+  ws_futex_wake(&s->epoch, n);
+}
+
 void ws_sleep_init(ws_sleep *s) {
   ws_u32_store(&s->epoch, 0, ws_relaxed);
   ws_u32_store(&s->sleepers, 0, ws_relaxed);
   ws_u32_store(&s->waking, 0, ws_relaxed);
   ws_u32_store(&s->waiters, 0, ws_relaxed);
   ws_u32_store(&s->wait_epoch, 0, ws_relaxed);
+  s->bells = NULL;
+  s->nbells = 0;
 }
 
 /* Wakes every waiting worker. Called after the producer's barrier that
@@ -139,6 +184,17 @@ void ws_sleep_wake_one(ws_sleep *s) {
    * seq_cst fence) sees the work (docs/design.md 5.4). Only a producer
    * that saw a sleeper pays it. */
   ws_fence(ws_seq_cst);
+  /* Woken, and waking others for the first time since: two, past the
+   * one-in-flight rule, so that a burst reaches P sleepers through a tree
+   * of wakes about log2(P) deep rather than a chain of P (design.md 5.4).
+   * It only adds wakes: the rule below and its argument hold. */
+  if (fresh) {
+    fresh = false;
+    if (s->bells) {
+      wake_n(s, 2);
+      return;
+    }
+  }
   /* A wake is in flight: skip. A load first, so that while a sleeper's
    * registration lasts (a preempted one: milliseconds) producers share the
    * line instead of taking it in turn with a failing CAS. It reads `waking`
@@ -146,10 +202,7 @@ void ws_sleep_wake_one(ws_sleep *s) {
   if (ws_u32_load(&s->waking, ws_relaxed) != 0) return;
   uint32_t idle = 0;
   if (!ws_u32_cas(&s->waking, &idle, 1, ws_seq_cst)) return; /* a wake is in flight */
-  /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
-   * the work published before it. */
-  ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
-  ws_futex_wake(&s->epoch, 1);
+  wake_n(s, 1);
   /* `waking` stays 1 until some thread clears it and then looks everywhere
    * (ws_sleep_prepare, ws_sleep_commit). Every sleeper this producer counted
    * does one of those after the epoch changed: it is woken, or its
@@ -158,6 +211,7 @@ void ws_sleep_wake_one(ws_sleep *s) {
 }
 
 uint32_t ws_sleep_prepare(ws_sleep *s, bool nap) {
+  fresh = false;
   ws_u32_fetch_add(&s->sleepers, 1, ws_seq_cst);
   uint32_t e = ws_u32_load(&s->epoch, ws_seq_cst);
   /* Any thread that clears `waking` and then looks everywhere keeps the
@@ -206,27 +260,43 @@ static void sleep_on(ws_u32 *word, uint32_t epoch) {
     ws_futex_wait(word, epoch);
 }
 
-bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx) {
+bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx,
+                     ws_u32 *bell) {
+  /* With a bell the thread sleeps on it, and only a ring wakes it:
+   * ASLEEP (seq_cst store), then the epoch (seq_cst load, below), against
+   * a waker's RMW of the epoch, then its loads of the bells (ring). Without,
+   * on the epoch, which futex_wait compares. */
+  ws_u32 *word = bell ? bell : &s->epoch;
+  uint32_t expect = bell ? (uint32_t)WS_BELL_ASLEEP : epoch;
+  if (bell) ws_u32_store(bell, WS_BELL_ASLEEP, ws_seq_cst);
   long left = ns;
   for (;;) {
-    /* Woken during a nap (ws_sleep_nap): no system call. Relaxed: the
-     * futex compares the same word. */
-    if (ws_u32_load(&s->epoch, ws_relaxed) != epoch) break;
+    /* Woken during a nap (ws_sleep_nap): no system call. Relaxed without
+     * a bell: the futex compares the same word. */
+    if (ws_u32_load(&s->epoch, bell ? ws_seq_cst : ws_relaxed) != epoch) break;
     if (!ws_fence_degraded()) {
       if (ns)
-        ws_futex_wait_for(&s->epoch, epoch, left);
+        ws_futex_wait_for(word, expect, left);
       else
-        ws_futex_wait(&s->epoch, epoch);
+        ws_futex_wait(word, expect);
       break;
     }
     /* A producer may have missed us (fence.h): look every DEGRADED_NS,
      * through hints only, so an idle pool's counters stand still. */
     long step = ns && left < DEGRADED_NS ? left : DEGRADED_NS;
-    ws_futex_wait_for(&s->epoch, epoch, step);
+    ws_futex_wait_for(word, expect, step);
     if (ws_u32_load(&s->epoch, ws_relaxed) != epoch || seen(ctx)) break;
     if (ns && (left -= step) <= 0) break;
   }
   bool quiet = ws_u32_load(&s->epoch, ws_relaxed) == epoch;
+  if (bell) {
+    /* AWAKE before it looks, so before it can push (design.md 5.10); a
+     * ring says who woke it. Relaxed: the caller's look follows the
+     * seq_cst RMW of `sleepers` below, and the depth is a statistic. */
+    uint32_t b = ws_u32_xchg(bell, WS_BELL_AWAKE, ws_relaxed);
+    if (b >= WS_BELL_RUNG) wake_depth = b - WS_BELL_RUNG + 1;
+  }
+  if (!quiet) fresh = true;
   ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst);
   /* We consumed a wake (or left on a changed epoch, a timeout, or
    * spuriously): let the next producer wake someone. The caller looks
@@ -235,10 +305,19 @@ bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ct
   return quiet;
 }
 
-void ws_sleep_chain(ws_sleep *s) { ws_sleep_notify(s); }
+/* Go's rule, one wake whatever `fresh` says: the thread found work but
+ * made none, and a single task must still cost one wake and one look
+ * (test/core/scale wake_small). Its first publication then wakes two. */
+void ws_sleep_chain(ws_sleep *s) {
+  bool f = fresh;
+  fresh = false;
+  ws_sleep_notify(s);
+  fresh = f;
+}
 
 void ws_sleep_wake_all(ws_sleep *s) {
-  ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst);
+  uint32_t e = ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst) + 1;
+  if (s->bells) ring(s, e, INT_MAX);
   ws_futex_wake(&s->epoch, INT_MAX);
 }
 

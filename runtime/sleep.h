@@ -15,6 +15,13 @@
  *   futex_wait(epoch, e)   sleeps only if epoch is still e
  *   sleepers -= 1; waking = 0; look again
  *
+ * With bells (pools of more than WS_BELLS_MIN workers), a worker sleeps on
+ * its own word: bell = ASLEEP, then futex_wait(bell, ASLEEP) if epoch is
+ * still e; a wake, after its epoch RMW, rings a sleeping bell (CAS to
+ * RUNG, futex_wake(bell, 1)), and a thread woken rings two at its first
+ * wake of others, so that a burst reaches P sleepers through a tree of
+ * wakes about log2(P) deep (design.md 5.4).
+ *
  * Waiting workers (latch.h) sleep on a second, broadcast word, wait_epoch,
  * woken by completers (ws_wait_notify) and by every producer of work
  * (ws_sleep_notify): a waiter never consumes a wake meant for an idle
@@ -42,9 +49,31 @@ typedef struct ws_sleep {
   ws_u32 waiters;          /* registered waiting workers (beside sleepers:
                               one line for ws_sleep_notify to read) */
   WS_ALIGNED ws_u32 wait_epoch; /* the waiting workers' futex word */
+  /* Bells (docs/design.md 5.4): one futex word a worker, on which it
+   * sleeps; a wake rings one. NULL: every sleeper waits on `epoch` (a pool
+   * of at most WS_BELLS_MIN workers, and stand-ins always). */
+  ws_u32 *bells;
+  unsigned nbells;
 } ws_sleep;
 
+/* A worker's word in the pool's `asleep` array, its bell when the pool
+ * has bells. AWAKE: it looks for work or runs it. ASLEEP: it sleeps (or
+ * is about to) with its deque empty; a wake may ring it. QUIET: not
+ * ringable, deque empty (napping, before its thread starts, after it
+ * left). RUNG + d: woken by a ring from a thread of wake depth d
+ * (ws_sleep_depth). Every value but AWAKE says the deque is empty
+ * (design.md 5.10). */
+enum { WS_BELL_AWAKE = 0, WS_BELL_ASLEEP = 1, WS_BELL_QUIET = 2, WS_BELL_RUNG = 3 };
+/* Pools of more workers than this get bells. Up to it, one wake in
+ * flight passed on by Go's chain reaches P sleepers in P wakes, within
+ * the ramp-up bound 2 log2(P) + 2 (which is >= P for P <= 8), and the
+ * shared epoch costs less (docs/scaling.md, "Ramp-up"). */
+enum { WS_BELLS_MIN = 8 };
+
 void ws_sleep_init(ws_sleep *s);
+/* The n workers' words (QUIET), before any sleeps; s rings them only
+ * when n > WS_BELLS_MIN. */
+void ws_sleep_bells(ws_sleep *s, ws_u32 *bells, unsigned n);
 
 void ws_sleep_wake_one(ws_sleep *s);
 void ws_wait_wake(ws_sleep *s);
@@ -72,9 +101,16 @@ bool ws_sleep_nap(ws_sleep *s, uint32_t epoch);
 /* Sleeps while epoch is unchanged, at most `ns` nanoseconds (0: no bound).
  * Once a heavy barrier has failed (fence.h) it looks every millisecond
  * with seen(ctx), a hint that work is visible, and returns when it is.
- * True when it returns with the epoch unchanged: nobody woke it. */
-bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx);
-/* A thread that consumed a wake and found work passes the wake on. */
+ * True when it returns with the epoch unchanged: nobody woke it. With a
+ * bell (the caller's, when s has bells; else NULL) it sleeps on that word
+ * and only a ring wakes it (design.md 5.4); the bell is AWAKE on return. */
+bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx,
+                     ws_u32 *bell);
+/* The calling thread's wake depth: 0 until a ring wakes it, then one more
+ * than its ringer's. A statistic for tests: the wakes on the critical
+ * path of a ramp-up. */
+uint32_t ws_sleep_depth(void);
+/* A thread that consumed a wake and found work passes one wake on. */
 void ws_sleep_chain(ws_sleep *s);
 /* Wake every sleeper (shutdown). */
 void ws_sleep_wake_all(ws_sleep *s);

@@ -325,17 +325,17 @@ static bool work_visible(void *ctx) {
   return false;
 }
 
-static void idle_sleep(struct pool *p, uint32_t e) {
+static void idle_sleep(struct pool *p, uint32_t e, ws_u32 *bell) {
   bool grown = false;
   for (unsigned l = 0; l < WS_LANES; l++) grown |= ws_gqueue_grown(&p->gq[l]);
   /* The last to sleep: awake stand-ins sleep here too (5.9). Relaxed: a
    * hint; a wrong guess trims early (a ring grows again) or not at all. */
   uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
   if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < threads) {
-    ws_sleep_commit(&p->sleep, e, 0, work_visible, p);
+    ws_sleep_commit(&p->sleep, e, 0, work_visible, p, bell);
     return;
   }
-  if (ws_sleep_commit(&p->sleep, e, IDLE_TRIM_NS, work_visible, p))
+  if (ws_sleep_commit(&p->sleep, e, IDLE_TRIM_NS, work_visible, p, bell))
     for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
 }
 
@@ -586,14 +586,21 @@ static void resize_park(ws_worker *w) {
 }
 
 /* Worker w's word of p->asleep, for its deque (docs/design.md 5.10):
- * set only while its deque is empty and before it sleeps or leaves, cleared
- * before it looks for work again (any push follows). Relaxed: the sleep
- * protocol's fences order it. Stand-ins have none. */
+ * QUIET only while its deque is empty and before it sleeps or leaves,
+ * AWAKE before it looks for work again (any push follows). Relaxed: the
+ * sleep protocol's fences order it. Stand-ins have none. With bells the
+ * word is also its bell (sleep.h), which ws_sleep_commit makes ASLEEP. */
 static void set_asleep(ws_worker *w, uint32_t v) {
   /* Asleep, or leaving, after a look that found nothing: its deque is
    * empty (ws_find_work's contract; design.md 5.5 rests on it). */
-  WS_ASSERT(!v || ws_deque_size_hint(&w->dq) <= 0);
+  WS_ASSERT(v == WS_BELL_AWAKE || ws_deque_size_hint(&w->dq) <= 0);
   if (w->id < w->pool->nthreads) ws_u32_store(&w->pool->asleep[w->id], v, ws_relaxed);
+}
+
+/* The bell w sleeps on: its word of p->asleep when the pool has bells. */
+static ws_u32 *bell_of(ws_worker *w) {
+  struct pool *p = w->pool;
+  return p->sleep.bells && w->id < p->nthreads ? &p->asleep[w->id] : NULL;
 }
 
 /* What a worker registered to sleep does after its last look. */
@@ -624,7 +631,7 @@ static look_after last_look(ws_worker *w, ws_task **t) {
 void ws_worker_loop(ws_worker *w) {
   struct pool *p = w->pool;
   bool ran = false;
-  set_asleep(w, 0);
+  set_asleep(w, WS_BELL_AWAKE);
   ws_awake_add(1);
 
   for (;;) {
@@ -655,17 +662,17 @@ void ws_worker_loop(ws_worker *w) {
       uint64_t t0 = ws_trace_t0(w);
       if (w->quiet_sleep) wait_begins(w, ws_mono_ns(), true); /* judged by may_poll */
       ws_u32_store(&w->doing, ran ? WS_DOING_NAP : WS_DOING_SLEEP, ws_relaxed);
-      set_asleep(w, 1);
+      set_asleep(w, WS_BELL_QUIET); /* not ringable in the nap */
       ws_awake_add(-1);
       /* The nap: a sleep that ends by a wake within it needs no heavy
        * barrier; past it, the barrier, and one more look. */
       if (ran && ws_sleep_nap(&p->sleep, e)) how = last_look(w, &t);
       if (how == LOOK_SLEEP) {
         ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
-        idle_sleep(p, e);
+        idle_sleep(p, e, bell_of(w));
       }
       ws_awake_add(1);
-      set_asleep(w, 0);
+      set_asleep(w, WS_BELL_AWAKE);
       ws_u32_store(&w->doing, WS_DOING_WORK, ws_relaxed);
       if (w->trace) ws_trace_record(w->trace, WS_EV_SLEEP, NULL, t0, 0);
     }
@@ -677,7 +684,7 @@ void ws_worker_loop(ws_worker *w) {
     }
     if (how == LOOK_AGAIN) continue;
     if (how == LOOK_LEAVE) {
-      set_asleep(w, 1); /* its deque is empty for good */
+      set_asleep(w, WS_BELL_QUIET); /* its deque is empty for good */
       break;
     }
     /* Woken to stop (docs/design.md 5.5): its deque is still empty (it
@@ -689,7 +696,7 @@ void ws_worker_loop(ws_worker *w) {
      * reserved one before the drain) happens before, so the hint shows it. */
     if (ws_u32_load(&p->stop, ws_acquire)) {
       if (ws_global_maybe_nonempty(p)) continue;
-      set_asleep(w, 1); /* its deque is empty for good */
+      set_asleep(w, WS_BELL_QUIET); /* its deque is empty for good */
       break;
     }
     t = ws_find_work(w, NULL);

@@ -3,6 +3,12 @@
  * docs/scaling.md). Oversubscribed here: 64 and 256 workers on whatever
  * CPUs the machine has; nothing is timed.
  *
+ * 0. ramp_depth: a burst of 4 P outside submissions into P sleeping
+ *    workers (64, then 256). Each task holds its worker (yielding) until
+ *    every worker has run one, so all P must be woken; the deepest wake,
+ *    in wakes from the submitting thread (ws_sleep_depth: a ring carries
+ *    the ringer's depth, so it is exact), is at most 2 log2(P) + 2. With
+ *    one wake in flight and Go's chain alone it is P. Each task runs once.
  * 1. wake_small: one task into 64 sleeping workers wakes at most two of
  *    them (the producer's wake and the chain's one, 5.4): no herd, five
  *    rounds.
@@ -15,7 +21,7 @@
  * 3. asleep_skipped: the look before a sleep passes over sleeping workers:
  *    a worker that ran the one task of a pool of 256 sleepers fails no
  *    steal at all in its search (every other worker is marked asleep).
- * Cases: wake_small, idle_round, asleep_skipped. */
+ * Cases: ramp_depth, wake_small, idle_round, asleep_skipped. */
 #include <sched.h>
 #include <stdatomic.h>
 
@@ -78,8 +84,8 @@ static uint64_t total_sleeps(pool_t *p) {
 }
 
 /* Once a heavy barrier failed (fence.h), sleepers also wake every
- * millisecond on their own to look: sleeps no longer count the wakes
- * alone (the -Dmembarrier=failing build). */
+ * millisecond on their own to look: sleeps and depths no longer count
+ * the wakes alone (the -Dmembarrier=failing build). */
 #define SKIP_IF_DEGRADED()                                                  \
   do {                                                                      \
     pool_t *probe_ = unbound_pool(1);                                       \
@@ -94,6 +100,80 @@ static uint64_t total_sleeps(pool_t *p) {
 #else
 #define SKIP_IF_BROADCAST() ((void)0)
 #endif
+
+/* ---- ramp_depth ---------------------------------------------------------- */
+
+typedef struct ramp {
+  unsigned workers;
+  atomic_uint *ran;      /* per task: runs */
+  atomic_uchar *seen;    /* per worker: ran a task */
+  atomic_uint distinct;  /* workers seen */
+  atomic_uint max_depth; /* deepest wake among the tasks' threads */
+  uint64_t give_up;
+  atomic_bool late;
+} ramp;
+
+static ramp R;
+
+static void ramp_task(void *arg) {
+  atomic_fetch_add(&R.ran[(uintptr_t)arg], 1);
+  unsigned id = (unsigned)pool_worker_id();
+  CHECK(id < R.workers);
+  unsigned d = ws_sleep_depth(), m = atomic_load(&R.max_depth);
+  while (d > m && !atomic_compare_exchange_weak(&R.max_depth, &m, d)) {
+  }
+  if (!atomic_exchange(&R.seen[id], 1)) atomic_fetch_add(&R.distinct, 1);
+  /* Hold this worker until every worker has run a task: all P must be
+   * woken, and the last to start ends the ramp. */
+  while (atomic_load(&R.distinct) < R.workers) {
+    if (now_ns() > R.give_up) {
+      atomic_store(&R.late, true);
+      return;
+    }
+    sched_yield();
+  }
+}
+
+static unsigned log2_floor(unsigned n) {
+  unsigned l = 0;
+  while (n >>= 1) l++;
+  return l;
+}
+
+static void ramp_once(unsigned workers) {
+  pool_t *pool = unbound_pool(workers);
+  until_all_asleep(pool);
+  size_t n = 4 * (size_t)workers;
+  R.workers = workers;
+  R.ran = flags_alloc(n);
+  R.seen = calloc(workers, sizeof *R.seen);
+  CHECK(R.seen);
+  atomic_store(&R.distinct, 0);
+  atomic_store(&R.max_depth, 0);
+  atomic_store(&R.late, false);
+  R.give_up = now_ns() + check_iters(120) * 1000000000ull;
+  void **args = malloc(n * sizeof *args);
+  CHECK(args);
+  for (size_t i = 0; i < n; i++) args[i] = (void *)(uintptr_t)i;
+  CHECK_OK(pool_submit_n(pool, ramp_task, args, n));
+  CHECK_OK(pool_wait_idle(pool));
+  CHECK(!atomic_load(&R.late));
+  flags_check_once(R.ran, n, "task");
+  unsigned depth = atomic_load(&R.max_depth), bound = 2 * log2_floor(workers) + 2;
+  printf("# %u workers: deepest wake %u (bound %u)\n", workers, depth, bound);
+  CHECK(depth >= 1);
+  CHECK(depth <= bound);
+  free(args);
+  free((void *)R.ran);
+  free(R.seen);
+  CHECK_OK(pool_destroy(pool));
+}
+
+static void case_ramp_depth(void) {
+  SKIP_IF_DEGRADED();
+  ramp_once(64);
+  ramp_once(256);
+}
 
 /* ---- wake_small ---------------------------------------------------------- */
 
@@ -234,4 +314,4 @@ static void case_asleep_skipped(void) {
   CHECK_OK(pool_destroy(pool));
 }
 
-TEST_MAIN(600, TEST_CASE(wake_small), TEST_CASE(idle_round), TEST_CASE(asleep_skipped))
+TEST_MAIN(600, TEST_CASE(ramp_depth), TEST_CASE(wake_small), TEST_CASE(idle_round), TEST_CASE(asleep_skipped))

@@ -10,7 +10,17 @@
  *                     ws_sleep_cancel     172
  *                     ws_sleep_commit     183-189 (sleep_on 176-181; the
  *                                                 degraded timed wait is not modelled)
- *                     ws_sleep_chain      191
+ *                     ws_sleep_chain      191 (passes one wake on,
+ *                                                 whatever `fresh` says)
+ *                     ring, wake_n        the bells (BELLS = 1, a pool
+ *                                                 of more than WS_BELLS_MIN
+ *                                                 workers): a wake rings an
+ *                                                 ASLEEP one, else wakes the
+ *                                                 epoch's waiters (nappers);
+ *                                                 a thread woken rings two
+ *                                                 at its first publication.
+ *                                                 BELLS = 0: every sleeper
+ *                                                 waits on the epoch
  *   runtime/fence.h   ws_light_fence      22-27
  *   runtime/fence.c   heavy_barrier 46-57, ws_sleeper_fence 63-66
  *   runtime/worker.c  ws_worker_loop      224-261: find_work and idle_search
@@ -81,6 +91,9 @@
  *                      ASYM=0; with ASYM=1 the nap's look covers it)
  *   LATE_EPOCH         e = epoch read after the last look
  *   NO_PREPARE_CLEAR   ws_sleep_prepare does not clear `waking`
+ *   NO_BELL_EPOCH      ws_sleep_commit blocks on its bell without reading
+ *                      the epoch after storing ASLEEP (a wake that rang
+ *                      before the store rang nobody)
  * Not faults under this property (no counterexample; README.md):
  *   NO_COMMIT_CLEAR    ws_sleep_commit does not clear `waking` (the next
  *                      ws_sleep_prepare does; its look may pass the clear
@@ -106,6 +119,9 @@
 #ifndef NAP
 #define NAP 1           /* 0: a worker that has run no task (no nap) */
 #endif
+#ifndef BELLS
+#define BELLS 0         /* 1: workers sleep on bells (a pool of > 8 workers) */
+#endif
 #ifndef TIMED
 #define TIMED 0         /* 1: each worker's futex_wait may return once unwoken */
 #endif
@@ -122,7 +138,9 @@ byte q;                 /* tasks visible in the queues */
 byte sleepers;
 byte waking;
 byte epoch;             /* futex word; changed by RMWs only */
-bit asleep[NW];         /* blocked in futex_wait(epoch) */
+bit asleep[NW];         /* blocked in futex_wait(bell[i], ASLEEP) */
+byte bell[NW];          /* 0 AWAKE, 1 ASLEEP, 3 RUNG (sleep.h); seq_cst
+                           stores, loads and CASes only: never buffered */
 #if TIMED
 bit timed[NW];          /* its one unwoken return is used */
 #endif
@@ -236,30 +254,63 @@ inline rd(t, v, r) {
 #define WAKE_ONE_FENCE(t) flushall(t)
 #endif
 
-inline futex_wake_one() {
-  d_step {
+/* wake_n(1) (sleep.c). With bells: after the waker's RMW of epoch, an
+ * ASLEEP bell (any: its scan's start varies) is CASed to RUNG and its
+ * futex woken; none ASLEEP: futex_wake(epoch), which wakes a napper if one
+ * waits (nappers wait on the epoch; a sleeper not yet ASLEEP reads the new
+ * epoch before it would block). Without bells: futex_wake(epoch, 1). Two
+ * calls stand for wake_n(2), which wakes up to two of the epoch's waiters
+ * once it rang fewer than two bells: the model may wake one napper fewer
+ * there, and a napper's timer may end its nap at any moment anyway. */
+inline ring_one() {
+  atomic {
     if
-    :: asleep[0] -> asleep[0] = 0
+#if BELLS
+    :: bell[0] == 1 -> bell[0] = 3; asleep[0] = 0
 #if NW > 1
-    :: asleep[1] -> asleep[1] = 0
+    :: bell[1] == 1 -> bell[1] = 3; asleep[1] = 0
 #endif
 #if NW > 2
-    :: asleep[2] -> asleep[2] = 0
+    :: bell[2] == 1 -> bell[2] = 3; asleep[2] = 0
 #endif
 #if NW > 3
-    :: asleep[3] -> asleep[3] = 0
+    :: bell[3] == 1 -> bell[3] = 3; asleep[3] = 0
 #endif
-    :: else -> skip
+    :: else ->
+#else
+    :: true ->
+#endif
+       if
+       :: asleep[0] && bell[0] != 1 -> asleep[0] = 0
+#if NW > 1
+       :: asleep[1] && bell[1] != 1 -> asleep[1] = 0
+#endif
+#if NW > 2
+       :: asleep[2] && bell[2] != 1 -> asleep[2] = 0
+#endif
+#if NW > 3
+       :: asleep[3] && bell[3] != 1 -> asleep[3] = 0
+#endif
+       :: else -> skip
+       fi
     fi
   }
 }
 
-/* ws_sleep_notify (sleep.h 53-58) and ws_sleep_wake_one (sleep.c 130-154);
- * ws_sleep_chain is the same call. Uses the caller's locals r, ok. */
-inline notify(t) {
+/* ws_sleep_notify (sleep.h) and ws_sleep_wake_one (sleep.c); `fr`: the
+ * caller's `fresh` (woken, has not published since: two rings past the
+ * one-in-flight rule); ws_sleep_chain passes 0. Uses the caller's locals
+ * r, ok. */
+inline notify(t, fr) {
   d_step { LIGHT_FENCE(t); rd(t, V_SLEEPERS, r) }
   if
   :: r == 0
+#if BELLS
+  :: r != 0 && fr ->
+     d_step { WAKE_ONE_FENCE(t); fr = 0; epoch++ };
+     ring_one();
+     ring_one()
+#endif
   :: else ->
      d_step {
        WAKE_ONE_FENCE(t);
@@ -276,7 +327,7 @@ inline notify(t) {
      };
      if
      :: ok -> d_step { epoch++; ok = 0 };   /* seq_cst RMW */
-              futex_wake_one()              /* futex_wake(epoch, 1) */
+              ring_one()
      :: else
      fi
   fi;
@@ -311,20 +362,21 @@ inline run_task(t) {
   if
   :: d_step { spawns > 0 -> spawns-- };
      bput(t, V_Q, 1);
-     notify(t)
+     notify(t, fresh)
   :: else
   fi
 }
 
 proctype worker(byte me) {
   byte e, r;
-  bit ok, found;
+  bit ok, found, fresh, nofresh;
   do
   :: d_step { look(me) };                   /* find_work, idle_search */
      if
      :: found -> run_task(me)
      :: else ->
         /* ws_sleep_prepare */
+        fresh = 0;
         bput(me, V_SLEEPERS, 1);            /* sleepers += 1 (seq_cst RMW) */
 #ifndef LATE_EPOCH
         e = epoch;                          /* seq_cst load */
@@ -381,12 +433,33 @@ proctype worker(byte me) {
         if
         :: found ->
            bput(me, V_SLEEPERS, -1);        /* ws_sleep_cancel */
-           notify(me);                      /* ws_sleep_chain */
+           notify(me, nofresh);             /* ws_sleep_chain */
            run_task(me)
         :: else ->
 #ifdef LATE_EPOCH
            e = epoch;
 #endif
+#if BELLS
+           /* ws_sleep_commit with a bell: ASLEEP (seq_cst store), the
+            * epoch (seq_cst load), then futex_wait(bell, ASLEEP), which
+            * compares and sleeps atomically (a later step: a ring may
+            * come between) */
+           d_step { flushall(me); bell[me] = 1 };
+           if
+#ifndef NO_BELL_EPOCH
+           :: epoch == e ->
+#else
+           :: true ->
+#endif
+              d_step {
+                if
+                :: bell[me] == 1 -> asleep[me] = 1
+                :: else
+                fi
+              }
+           :: else
+           fi;
+#else
            /* ws_sleep_commit: futex_wait(epoch, e) compares and sleeps
             * atomically, after the kernel's full barrier */
            d_step {
@@ -394,15 +467,27 @@ proctype worker(byte me) {
              if
              :: epoch == e -> asleep[me] = 1
              :: else
-             fi;
-             e = 0
+             fi
            };
+#endif
 endsleep:  if
            :: (asleep[me] == 0)             /* woken */
 #if TIMED
            :: d_step { asleep[me] && !timed[me] -> asleep[me] = 0; timed[me] = 1 }
 #endif
            fi;
+           /* xchg AWAKE (relaxed: a ring skips RUNG as it skips AWAKE);
+            * woken: fresh */
+           d_step {
+#if BELLS
+             bell[me] = 0;
+             if
+             :: epoch != e -> fresh = 1
+             :: else
+             fi;
+#endif
+             e = 0
+           };
            bput(me, V_SLEEPERS, -1);        /* sleepers -= 1 */
 #ifndef NO_COMMIT_CLEAR
            bput(me, V_WAKING, 0);           /* waking = 0 */
@@ -411,7 +496,7 @@ endsleep:  if
            if
            :: found ->
 #ifndef NO_CHAIN
-              notify(me);                   /* ws_sleep_chain */
+              notify(me, nofresh);          /* ws_sleep_chain */
 #endif
               run_task(me)
            :: else
@@ -423,11 +508,11 @@ endsleep:  if
 
 proctype producer(byte me) {
   byte k, r;
-  bit ok;
+  bit ok, nofresh;
   do
   :: k < NI ->
      bput(me, V_Q, 1);                      /* publish the task */
-     notify(me);                            /* ws_after_push */
+     notify(me, nofresh);                   /* ws_after_push */
      k++
   :: else -> break
   od;

@@ -170,6 +170,7 @@ static void ramp_once(unsigned workers) {
 }
 
 static void case_ramp_depth(void) {
+  SKIP_IF_BROADCAST(); /* a ring would wake its bucket: depths not exact */
   SKIP_IF_DEGRADED();
   ramp_once(64);
   ramp_once(256);

@@ -136,7 +136,8 @@ static int ring(ws_sleep *s, uint32_t start, int n) {
     /* seq_cst, after the seq_cst RMW of epoch: against the sleeper's
      * seq_cst store of ASLEEP, then load of epoch (ws_sleep_commit), one
      * of the two sees the other (Dekker; design.md 5.4): we ring it, or
-     * it does not sleep. */
+     * it reads the new epoch and does not block (or both: a ring counted
+     * then woke a thread that was leaving; it looks all the same). */
     uint32_t b = ws_u32_load(&s->bells[j], ws_seq_cst);
     if (b != WS_BELL_ASLEEP) continue;
     if (!ws_u32_cas(&s->bells[j], &b, WS_BELL_RUNG + wake_depth, ws_seq_cst)) continue;
@@ -146,8 +147,9 @@ static int ring(ws_sleep *s, uint32_t start, int n) {
   return rung;
 }
 
-/* Wakes up to n sleepers: bells first, then whoever waits on the epoch
- * (a napper, a stand-in, every sleeper of a pool without bells). */
+/* Wakes up to n sleepers: bells first; if it rang fewer, up to n of
+ * those waiting on the epoch (nappers, stand-ins, every sleeper of a
+ * pool without bells). */
 static void wake_n(ws_sleep *s, int n) {
   /* seq_cst RMW: a sleeper whose epoch load reads the new value also sees
    * the work published before it. */
@@ -205,9 +207,10 @@ void ws_sleep_wake_one(ws_sleep *s) {
   wake_n(s, 1);
   /* `waking` stays 1 until some thread clears it and then looks everywhere
    * (ws_sleep_prepare, ws_sleep_commit). Every sleeper this producer counted
-   * does one of those after the epoch changed: it is woken, or its
-   * futex_wait fails on the new epoch, or it registered late enough to clear
-   * `waking` itself in ws_sleep_prepare. So the flag cannot stick. */
+   * does one of those after the epoch changed: it is woken or rung, or its
+   * futex_wait fails on the new epoch, or it reads that epoch after its
+   * ASLEEP store, or it registered late enough to clear `waking` itself in
+   * ws_sleep_prepare. So the flag cannot stick. */
 }
 
 uint32_t ws_sleep_prepare(ws_sleep *s, bool nap) {
@@ -262,9 +265,9 @@ static void sleep_on(ws_u32 *word, uint32_t epoch) {
 
 bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx,
                      ws_u32 *bell) {
-  /* With a bell the thread sleeps on it, and only a ring wakes it:
-   * ASLEEP (seq_cst store), then the epoch (seq_cst load, below), against
-   * a waker's RMW of the epoch, then its loads of the bells (ring). Without,
+  /* With a bell the thread sleeps on it, where a ring wakes it: ASLEEP
+   * (seq_cst store), then the epoch (seq_cst load, below), against a
+   * waker's RMW of the epoch, then its loads of the bells (ring). Without,
    * on the epoch, which futex_wait compares. */
   ws_u32 *word = bell ? bell : &s->epoch;
   uint32_t expect = bell ? (uint32_t)WS_BELL_ASLEEP : epoch;
@@ -290,11 +293,17 @@ bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ct
   }
   bool quiet = ws_u32_load(&s->epoch, ws_relaxed) == epoch;
   if (bell) {
-    /* AWAKE before it looks, so before it can push (design.md 5.10); a
-     * ring says who woke it. Relaxed: the caller's look follows the
-     * seq_cst RMW of `sleepers` below, and the depth is a statistic. */
-    uint32_t b = ws_u32_xchg(bell, WS_BELL_AWAKE, ws_relaxed);
-    if (b >= WS_BELL_RUNG) wake_depth = b - WS_BELL_RUNG + 1;
+    /* AWAKE before it looks, so before it can push (design.md 5.10).
+     * Acquire: pairs with the ring's seq_cst CAS, after the ringer's work,
+     * which the look then sees; a fresh ringer (ws_sleep_wake_one) takes
+     * no `waking` CAS that would order it otherwise. A ring says who woke
+     * it, and that it was woken (a timed wait may have ended just before
+     * the ring, with the epoch read unchanged). */
+    uint32_t b = ws_u32_xchg(bell, WS_BELL_AWAKE, ws_acquire);
+    if (b >= WS_BELL_RUNG) {
+      quiet = false;
+      wake_depth = b - WS_BELL_RUNG + 1 < WS_DEPTH_MAX ? b - WS_BELL_RUNG + 1 : WS_DEPTH_MAX;
+    }
   }
   if (!quiet) fresh = true;
   ws_u32_fetch_add(&s->sleepers, (uint32_t)-1, ws_seq_cst);

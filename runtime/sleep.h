@@ -57,17 +57,18 @@ typedef struct ws_sleep {
 } ws_sleep;
 
 /* A worker's word in the pool's `asleep` array, its bell when the pool
- * has bells. AWAKE: it looks for work or runs it. ASLEEP: it sleeps (or
+ * has bells (values below WS_BELL_RUNG + WS_DEPTH_MAX, so never 0 again). AWAKE: it looks for work or runs it. ASLEEP: it sleeps (or
  * is about to) with its deque empty; a wake may ring it. QUIET: not
  * ringable, deque empty (napping, before its thread starts, after it
  * left). RUNG + d: woken by a ring from a thread of wake depth d
  * (ws_sleep_depth). Every value but AWAKE says the deque is empty
  * (design.md 5.10). */
 enum { WS_BELL_AWAKE = 0, WS_BELL_ASLEEP = 1, WS_BELL_QUIET = 2, WS_BELL_RUNG = 3 };
+enum { WS_DEPTH_MAX = 1 << 20 }; /* depths stop growing there */
 /* Pools of more workers than this get bells. Up to it, one wake in
  * flight passed on by Go's chain reaches P sleepers in P wakes, within
- * the ramp-up bound 2 log2(P) + 2 (which is >= P for P <= 8), and the
- * shared epoch costs less (docs/scaling.md, "Ramp-up"). */
+ * the ramp-up bound 2 log2(P) + 2 (>= P for every P <= 8), and the shared
+ * epoch is the simpler mechanism (docs/scaling.md, "Ramp-up"). */
 enum { WS_BELLS_MIN = 8 };
 
 void ws_sleep_init(ws_sleep *s);
@@ -101,9 +102,11 @@ bool ws_sleep_nap(ws_sleep *s, uint32_t epoch);
 /* Sleeps while epoch is unchanged, at most `ns` nanoseconds (0: no bound).
  * Once a heavy barrier has failed (fence.h) it looks every millisecond
  * with seen(ctx), a hint that work is visible, and returns when it is.
- * True when it returns with the epoch unchanged: nobody woke it. With a
- * bell (the caller's, when s has bells; else NULL) it sleeps on that word
- * and only a ring wakes it (design.md 5.4); the bell is AWAKE on return. */
+ * True when it returns with the epoch unchanged and its bell not rung:
+ * nobody woke it. With a bell (the caller's, when s has bells; else NULL)
+ * it sleeps on that word, where a ring wakes it (design.md 5.4), and a
+ * wake of another sleeper does not; a timeout, a spurious return or an
+ * epoch changed before it blocks end it too. The bell is AWAKE on return. */
 bool ws_sleep_commit(ws_sleep *s, uint32_t epoch, long ns, bool (*seen)(void *ctx), void *ctx,
                      ws_u32 *bell);
 /* The calling thread's wake depth: 0 until a ring wakes it, then one more

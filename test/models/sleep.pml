@@ -28,10 +28,11 @@
  *                     lock and its stop check are left out
  *   runtime/deque.h   ws_deque_pop 132, ws_deque_steal 154: a look fences
  *                     only at a deque that looks non-empty (design 2.2)
- * The working tree at the time of writing changes ws_sleep_commit into a
- * wait bounded by `ns` (worker.c idle_sleep: the idle trim) that returns
- * unwoken on a timeout, then clears `waking` and looks as before: TIMED = 1
- * lets each worker's futex_wait return once without a wake (also EINTR).
+ * ws_sleep_commit may be a wait bounded by `ns` (worker.c idle_sleep: the
+ * idle trim) that returns unwoken on a timeout, then clears `waking` and
+ * looks as before: TIMED = 1 lets each worker's futex_wait return once
+ * without a wake (also EINTR). Not modelled: wake_all (destroy, resize),
+ * the degraded path's timed waits, the wake depth.
  *
  * Threads: NW workers running ws_worker_loop; NP producers that each push
  * NI tasks, each push followed by ws_sleep_notify (ws_after_push). With
@@ -91,6 +92,9 @@
  *                      ASYM=0; with ASYM=1 the nap's look covers it)
  *   LATE_EPOCH         e = epoch read after the last look
  *   NO_PREPARE_CLEAR   ws_sleep_prepare does not clear `waking`
+ *   NO_EPOCH_FALLBACK  a wake that rang too few bells does not wake the
+ *                      epoch's waiters (a stand-in without a bell, NBELL <
+ *                      NW, then sleeps on with the task queued)
  *   NO_BELL_EPOCH      ws_sleep_commit blocks on its bell without reading
  *                      the epoch after storing ASLEEP (a wake that rang
  *                      before the store rang nobody)
@@ -121,6 +125,10 @@
 #endif
 #ifndef BELLS
 #define BELLS 0         /* 1: workers sleep on bells (a pool of > 8 workers) */
+#endif
+#ifndef NBELL
+#define NBELL NW        /* with BELLS: workers 0..NBELL-1 have a bell, the
+                           others (stand-ins) sleep on the epoch */
 #endif
 #ifndef TIMED
 #define TIMED 0         /* 1: each worker's futex_wait may return once unwoken */
@@ -280,6 +288,9 @@ inline ring_one() {
 #else
     :: true ->
 #endif
+#ifdef NO_EPOCH_FALLBACK
+       skip
+#else
        if
        :: asleep[0] && bell[0] != 1 -> asleep[0] = 0
 #if NW > 1
@@ -293,6 +304,7 @@ inline ring_one() {
 #endif
        :: else -> skip
        fi
+#endif
     fi
   }
 }
@@ -365,6 +377,18 @@ inline run_task(t) {
      notify(t, fresh)
   :: else
   fi
+}
+
+/* ws_sleep_commit without a bell: futex_wait(epoch, e) compares and
+ * sleeps atomically, after the kernel's full barrier */
+inline commit_epoch(t) {
+  d_step {
+    flushall(t);
+    if
+    :: epoch == e -> asleep[t] = 1
+    :: else
+    fi
+  }
 }
 
 proctype worker(byte me) {
@@ -440,6 +464,8 @@ proctype worker(byte me) {
            e = epoch;
 #endif
 #if BELLS
+           if
+           :: me < NBELL ->
            /* ws_sleep_commit with a bell: ASLEEP (seq_cst store), the
             * epoch (seq_cst load), then futex_wait(bell, ASLEEP), which
             * compares and sleeps atomically (a later step: a ring may
@@ -458,17 +484,11 @@ proctype worker(byte me) {
                 fi
               }
            :: else
+           fi
+           :: else -> commit_epoch(me)      /* a stand-in: no bell */
            fi;
 #else
-           /* ws_sleep_commit: futex_wait(epoch, e) compares and sleeps
-            * atomically, after the kernel's full barrier */
-           d_step {
-             flushall(me);
-             if
-             :: epoch == e -> asleep[me] = 1
-             :: else
-             fi
-           };
+           commit_epoch(me);
 #endif
 endsleep:  if
            :: (asleep[me] == 0)             /* woken */
@@ -476,8 +496,8 @@ endsleep:  if
            :: d_step { asleep[me] && !timed[me] -> asleep[me] = 0; timed[me] = 1 }
 #endif
            fi;
-           /* xchg AWAKE (relaxed: a ring skips RUNG as it skips AWAKE);
-            * woken: fresh */
+           /* xchg AWAKE (acquire: a bell is never buffered here, and a
+            * ring skips RUNG as it skips AWAKE); woken: fresh */
            d_step {
 #if BELLS
              bell[me] = 0;

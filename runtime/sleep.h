@@ -57,14 +57,15 @@ typedef struct ws_sleep {
 } ws_sleep;
 
 /* A worker's word in the pool's `asleep` array, its bell when the pool
- * has bells (values below WS_BELL_RUNG + WS_DEPTH_MAX, so never 0 again). AWAKE: it looks for work or runs it. ASLEEP: it sleeps (or
+ * has bells. AWAKE: it looks for work or runs it. ASLEEP: it sleeps (or
  * is about to) with its deque empty; a wake may ring it. QUIET: not
  * ringable, deque empty (napping, before its thread starts, after it
  * left). RUNG + d: woken by a ring from a thread of wake depth d
- * (ws_sleep_depth). Every value but AWAKE says the deque is empty
+ * (ws_sleep_depth), d at most WS_DEPTH_MAX, so that RUNG + d never wraps
+ * to another value. Every value but AWAKE says the deque is empty
  * (design.md 5.10). */
 enum { WS_BELL_AWAKE = 0, WS_BELL_ASLEEP = 1, WS_BELL_QUIET = 2, WS_BELL_RUNG = 3 };
-enum { WS_DEPTH_MAX = 1 << 20 }; /* depths stop growing there */
+enum { WS_DEPTH_MAX = 1 << 20 };
 /* Pools of more workers than this get bells. Up to it, one wake in
  * flight passed on by Go's chain reaches P sleepers in P wakes, within
  * the ramp-up bound 2 log2(P) + 2 (>= P for every P <= 8), and the shared

@@ -79,8 +79,9 @@ void ws_sleep_bells(ws_sleep *s, ws_u32 *bells, unsigned n);
 
 void ws_sleep_wake_one(ws_sleep *s);
 void ws_wait_wake(ws_sleep *s);
-/* Producer side, after the work is visible: the light fence (fence.h) and two loads of a line that only changes when a worker
- * falls asleep, starts to wait, or wakes; a wake only when someone sleeps.
+/* Producer side, after the work is visible: the light fence (fence.h)
+ * and two loads of a line that only changes when a worker falls asleep,
+ * starts to wait, or wakes; a wake only when someone sleeps.
  * Waiting workers (below) may run this work too, so they are woken first
  * (all of them: their word is a broadcast one). */
 static inline void ws_sleep_notify(ws_sleep *s) {

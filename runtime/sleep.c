@@ -128,11 +128,15 @@ void ws_sleep_bells(ws_sleep *s, ws_u32 *bells, unsigned n) {
 }
 
 /* Rings up to n sleeping bells, from bell `start` on; how many it rang.
- * Called after the caller's seq_cst RMW of `epoch`. */
+ * Called after the caller's seq_cst RMW of `epoch`. It claims them all
+ * before it wakes any: no thread it wakes can run, and ring bells of its
+ * own, before this ring has taken its n, so each of them is one wake from
+ * the caller whatever order the OS runs the woken threads in (design.md
+ * 5.4). */
 static int ring(ws_sleep *s, uint32_t start, int n) {
   int rung = 0;
-  unsigned nb = s->nbells, j = start % nb;
-  for (unsigned k = 0; k < nb && rung < n; k++, j = j + 1 < nb ? j + 1 : 0) {
+  unsigned nb = s->nbells, j = start % nb, k = 0;
+  for (; k < nb && rung < n; k++, j = j + 1 < nb ? j + 1 : 0) {
     /* seq_cst, after the seq_cst RMW of epoch: against the sleeper's
      * seq_cst store of ASLEEP, then load of epoch (ws_sleep_commit), one
      * of the two sees the other (Dekker; design.md 5.4): we ring it, or
@@ -141,9 +145,15 @@ static int ring(ws_sleep *s, uint32_t start, int n) {
     uint32_t b = ws_u32_load(&s->bells[j], ws_seq_cst);
     if (b != WS_BELL_ASLEEP) continue;
     if (!ws_u32_cas(&s->bells[j], &b, WS_BELL_RUNG + wake_depth, ws_seq_cst)) continue;
-    ws_futex_wake(&s->bells[j], 1);
     rung++;
   }
+  /* The wakes: each bell scanned that still reads rung, this ring's or
+   * another's (a second wake of a word finds no waiter, or wakes an owner
+   * that was to be woken anyway). One whose owner already took the ring
+   * reads AWAKE or ASLEEP again (it woke spuriously and slept): it needs
+   * none. */
+  for (j = start % nb; rung && k; k--, j = j + 1 < nb ? j + 1 : 0)
+    if (ws_u32_load(&s->bells[j], ws_relaxed) >= WS_BELL_RUNG) ws_futex_wake(&s->bells[j], 1);
   return rung;
 }
 
@@ -156,6 +166,14 @@ static void wake_n(ws_sleep *s, int n) {
   uint32_t e = ws_u32_fetch_add(&s->epoch, 1, ws_seq_cst) + 1;
   if (s->bells && ring(s, e, n) == n) return;
   ws_futex_wake(&s->epoch, n);
+}
+
+void ws_sleep_wake_batch(ws_sleep *s, size_t n) {
+  /* Only adds wakes to those of ws_sleep_notify, which the caller runs
+   * next, so that rule's argument holds (design.md 5.4); the relaxed load
+   * is a hint: a sleeper it misses is the notify's. */
+  if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
+  wake_n(s, n < s->nbells ? (int)n : (int)s->nbells);
 }
 
 void ws_sleep_init(ws_sleep *s) {

@@ -90,6 +90,15 @@ static inline void ws_sleep_notify(ws_sleep *s) {
   if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
   ws_sleep_wake_one(s);
 }
+/* For a batch of n + 1 tasks made visible at once, before its
+ * ws_sleep_notify: up to n sleepers rung by this thread (design.md 5.4),
+ * so that a burst reaches them in one wake each rather than through a
+ * tree of wakes whose depth follows the order the OS runs the woken
+ * threads in. Only in a pool with bells, and only when someone sleeps. */
+void ws_sleep_wake_batch(ws_sleep *s, size_t n);
+static inline void ws_sleep_wake_more(ws_sleep *s, size_t n) {
+  if (n && s->bells) ws_sleep_wake_batch(s, n);
+}
 /* Sleeper side: register, look again (caller), then commit or cancel;
  * with `nap`, the heavy barrier waits for ws_sleep_nap, called after a
  * look that found nothing and before the commit. */

@@ -463,9 +463,12 @@ int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, w
   int rc;
   if (bounded && (rc = bound_admit(p, n, mode)) != 0) return rc;
   rc = ws_gqueue_push_fns(&p->gq[ws_lane()], fn, args, n);
-  if (rc == 0)
+  if (rc == 0) {
+    /* A batch's own wakes first: rung before any other wake of this
+     * call, they are one wake from here each (sleep.c, ring). */
+    ws_sleep_wake_more(&p->sleep, n - 1);
     ws_sleep_notify(&p->sleep);
-  else if (bounded)
+  } else if (bounded)
     bound_return(p, n);
   return rc;
 }

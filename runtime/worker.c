@@ -670,6 +670,10 @@ void ws_worker_loop(ws_worker *w) {
       if (how == LOOK_SLEEP) {
         ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
         idle_sleep(p, e, bell_of(w));
+        /* Woken: work was published. If others take it first, this
+         * worker polls before it sleeps again, as one that ran a task
+         * does, rather than wait for another wake. */
+        ran = true;
       }
       ws_awake_add(1);
       set_asleep(w, WS_BELL_AWAKE);

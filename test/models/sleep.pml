@@ -98,6 +98,8 @@
  *   NO_BELL_EPOCH      ws_sleep_commit blocks on its bell without reading
  *                      the epoch after storing ASLEEP (a wake that rang
  *                      before the store rang nobody)
+ *   NO_RING_WAKE       a ring claims a bell (RUNG) and never wakes its
+ *                      futex
  * Not faults under this property (no counterexample; README.md):
  *   NO_COMMIT_CLEAR    ws_sleep_commit does not clear `waking` (the next
  *                      ws_sleep_prepare does; its look may pass the clear
@@ -129,6 +131,10 @@
 #ifndef NBELL
 #define NBELL NW        /* with BELLS: workers 0..NBELL-1 have a bell, the
                            others (stand-ins) sleep on the epoch */
+#endif
+#ifndef BATCH
+#define BATCH 0         /* 1 (with BELLS): a producer rings a sleeper of its
+                           own before its notify (ws_sleep_wake_more) */
 #endif
 #ifndef TIMED
 #define TIMED 0         /* 1: each worker's futex_wait may return once unwoken */
@@ -263,26 +269,32 @@ inline rd(t, v, r) {
 #endif
 
 /* wake_n(1) (sleep.c). With bells: after the waker's RMW of epoch, an
- * ASLEEP bell (any: its scan's start varies) is CASed to RUNG and its
- * futex woken; none ASLEEP: futex_wake(epoch), which wakes a napper if one
- * waits (nappers wait on the epoch; a sleeper not yet ASLEEP reads the new
- * epoch before it would block). Without bells: futex_wake(epoch, 1). Two
- * calls stand for wake_n(2), which wakes up to two of the epoch's waiters
- * once it rang fewer than two bells: the model may wake one napper fewer
- * there, and a napper's timer may end its nap at any moment anyway. */
+ * ASLEEP bell (any: its scan's start varies) is CASed to RUNG, and in a
+ * later step (ring claims all its bells before it wakes any) its futex is
+ * woken if it still reads RUNG; none ASLEEP: futex_wake(epoch), which
+ * wakes a napper if one waits (nappers wait on the epoch; a sleeper not yet
+ * ASLEEP reads the new epoch before it would block). Without bells:
+ * futex_wake(epoch, 1). Two calls stand for wake_n(2), which wakes up to
+ * two of the epoch's waiters once it rang fewer than two bells: the model
+ * may wake one napper fewer there, and a napper's timer may end its nap
+ * at any moment anyway; it wakes the first bell before it claims the
+ * second, where the code claims both first: that only delays a wake the
+ * model already lets any step come before. Uses the caller's local r (the
+ * bell claimed, plus one). */
 inline ring_one() {
   atomic {
+    r = 0;
     if
 #if BELLS
-    :: bell[0] == 1 -> bell[0] = 3; asleep[0] = 0
+    :: bell[0] == 1 -> bell[0] = 3; r = 1
 #if NW > 1
-    :: bell[1] == 1 -> bell[1] = 3; asleep[1] = 0
+    :: bell[1] == 1 -> bell[1] = 3; r = 2
 #endif
 #if NW > 2
-    :: bell[2] == 1 -> bell[2] = 3; asleep[2] = 0
+    :: bell[2] == 1 -> bell[2] = 3; r = 3
 #endif
 #if NW > 3
-    :: bell[3] == 1 -> bell[3] = 3; asleep[3] = 0
+    :: bell[3] == 1 -> bell[3] = 3; r = 4
 #endif
     :: else ->
 #else
@@ -306,7 +318,21 @@ inline ring_one() {
        fi
 #endif
     fi
+  };
+#if BELLS
+  /* The wake: its owner blocked before the claim (or it finds the bell
+   * rung and does not block; it read AWAKE or ASLEEP again: it took the
+   * ring already). */
+  d_step {
+    if
+#ifndef NO_RING_WAKE
+    :: r > 0 && bell[r - 1] >= 3 -> asleep[r - 1] = 0
+#endif
+    :: else
+    fi;
+    r = 0
   }
+#endif
 }
 
 /* ws_sleep_notify (sleep.h) and ws_sleep_wake_one (sleep.c); `fr`: the
@@ -532,6 +558,15 @@ proctype producer(byte me) {
   do
   :: k < NI ->
      bput(me, V_Q, 1);                      /* publish the task */
+#if BATCH
+     /* ws_sleep_wake_more (a batch's own rings, before its notify): the
+      * sleepers count as a hint, the epoch's RMW, a ring */
+     d_step { rd(me, V_SLEEPERS, r) };
+     if
+     :: r != 0 -> d_step { epoch++; r = 0 }; ring_one()
+     :: else -> r = 0
+     fi;
+#endif
      notify(me, nofresh);                   /* ws_after_push */
      k++
   :: else -> break

@@ -561,6 +561,9 @@ POOL_API int pool_try_submit(pool_t *pool, pool_fn fn, void *arg);
  * the calling thread's lane of the global queue; from a worker of that pool
  * the n tasks go on the worker's own deque, and thieves spread them. Either every task is accepted (and
  * runs exactly once) or none is. \p args NULL runs `fn(NULL)` n times.
+ * From outside, into a pool of more than 8 workers, the calling thread
+ * wakes up to n sleeping workers itself before it returns (a system call
+ * each), so that a burst reaches every worker at once.
  * \code
  * void *items[64];
  * for (int i = 0; i < 64; i++) items[i] = &work[i];

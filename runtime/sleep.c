@@ -129,10 +129,11 @@ void ws_sleep_bells(ws_sleep *s, ws_u32 *bells, unsigned n) {
 
 /* Rings up to n sleeping bells, from bell `start` on; how many it rang.
  * Called after the caller's seq_cst RMW of `epoch`. It claims them all
- * before it wakes any: no thread it wakes can run, and ring bells of its
- * own, before this ring has taken its n, so each of them is one wake from
- * the caller whatever order the OS runs the woken threads in (design.md
- * 5.4). */
+ * before it wakes any: no thread this ring wakes runs, and rings bells of
+ * its own, before the ring has taken its n, so each of them is one wake
+ * from the caller whatever order the OS runs the woken threads in
+ * (design.md 5.4; a sleeper may still leave by itself meanwhile, on a
+ * timeout or spuriously, or be woken by another ring's wakes). */
 static int ring(ws_sleep *s, uint32_t start, int n) {
   int rung = 0;
   unsigned nb = s->nbells, j = start % nb, k = 0;
@@ -148,10 +149,12 @@ static int ring(ws_sleep *s, uint32_t start, int n) {
     rung++;
   }
   /* The wakes: each bell scanned that still reads rung, this ring's or
-   * another's (a second wake of a word finds no waiter, or wakes an owner
-   * that was to be woken anyway). One whose owner already took the ring
-   * reads AWAKE or ASLEEP again (it woke spuriously and slept): it needs
-   * none. */
+   * another's (a second wake of a word finds no waiter, wakes an owner
+   * that was to be woken anyway, or, read stale, wakes one that took its
+   * ring and sleeps again: a spurious wake, which it looks past). One
+   * whose owner already took the ring reads AWAKE, QUIET or ASLEEP again:
+   * it needs none. Relaxed: the same thread's CAS wrote each of its own
+   * claims, so the load reads that or a later value (coherence). */
   for (j = start % nb; rung && k; k--, j = j + 1 < nb ? j + 1 : 0)
     if (ws_u32_load(&s->bells[j], ws_relaxed) >= WS_BELL_RUNG) ws_futex_wake(&s->bells[j], 1);
   return rung;
@@ -172,8 +175,10 @@ void ws_sleep_wake_batch(ws_sleep *s, size_t n) {
   /* Only adds wakes to those of ws_sleep_notify, which the caller runs
    * next, so that rule's argument holds (design.md 5.4); the relaxed load
    * is a hint: a sleeper it misses is the notify's. */
-  if (ws_u32_load(&s->sleepers, ws_relaxed) == 0) return;
-  wake_n(s, n < s->nbells ? (int)n : (int)s->nbells);
+  uint32_t sl = ws_u32_load(&s->sleepers, ws_relaxed);
+  if (sl == 0) return;
+  if (n > sl) n = sl; /* sl <= threads: fits an int */
+  wake_n(s, (int)n);
 }
 
 void ws_sleep_init(ws_sleep *s) {

@@ -17,10 +17,10 @@
  *
  * With bells (pools of more than WS_BELLS_MIN workers), a worker sleeps on
  * its own word: bell = ASLEEP, then futex_wait(bell, ASLEEP) if epoch is
- * still e; a wake, after its epoch RMW, rings a sleeping bell (CAS to
- * RUNG, futex_wake(bell, 1)), and a thread woken rings two at its first
- * wake of others, so that a burst reaches P sleepers through a tree of
- * wakes about log2(P) deep (design.md 5.4).
+ * still e; a wake, after its epoch RMW, rings sleeping bells (CAS to
+ * RUNG, all before any futex_wake(bell, 1)), a thread woken rings two at
+ * its first wake of others (a tree of wakes), and an outside batch of n
+ * tasks rings up to n - 1 itself (design.md 5.4).
  *
  * Waiting workers (latch.h) sleep on a second, broadcast word, wait_epoch,
  * woken by completers (ws_wait_notify) and by every producer of work
@@ -50,8 +50,9 @@ typedef struct ws_sleep {
                               one line for ws_sleep_notify to read) */
   WS_ALIGNED ws_u32 wait_epoch; /* the waiting workers' futex word */
   /* Bells (docs/design.md 5.4): one futex word a worker, on which it
-   * sleeps; a wake rings one. NULL: every sleeper waits on `epoch` (a pool
-   * of at most WS_BELLS_MIN workers, and stand-ins always). */
+   * sleeps; a wake rings those it wakes. NULL: every sleeper waits on
+   * `epoch` (a pool of at most WS_BELLS_MIN workers, and stand-ins
+   * always). */
   ws_u32 *bells;
   unsigned nbells;
 } ws_sleep;
@@ -97,7 +98,7 @@ static inline void ws_sleep_notify(ws_sleep *s) {
  * threads in. Only in a pool with bells, and only when someone sleeps. */
 void ws_sleep_wake_batch(ws_sleep *s, size_t n);
 static inline void ws_sleep_wake_more(ws_sleep *s, size_t n) {
-  if (n && s->bells) ws_sleep_wake_batch(s, n);
+  if (s->bells) ws_sleep_wake_batch(s, n);
 }
 /* Sleeper side: register, look again (caller), then commit or cancel;
  * with `nap`, the heavy barrier waits for ws_sleep_nap, called after a

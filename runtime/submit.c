@@ -466,7 +466,7 @@ int ws_submit_outside(struct pool *p, pool_fn fn, void *const *args, size_t n, w
   if (rc == 0) {
     /* A batch's own wakes first: rung before any other wake of this
      * call, they are one wake from here each (sleep.c, ring). */
-    ws_sleep_wake_more(&p->sleep, n - 1);
+    if (n > 1) ws_sleep_wake_more(&p->sleep, n - 1);
     ws_sleep_notify(&p->sleep);
   } else if (bounded)
     bound_return(p, n);

@@ -325,18 +325,18 @@ static bool work_visible(void *ctx) {
   return false;
 }
 
-static void idle_sleep(struct pool *p, uint32_t e, ws_u32 *bell) {
+/* Sleeps; true when a wake ended the sleep (ws_sleep_commit). */
+static bool idle_sleep(struct pool *p, uint32_t e, ws_u32 *bell) {
   bool grown = false;
   for (unsigned l = 0; l < WS_LANES; l++) grown |= ws_gqueue_grown(&p->gq[l]);
   /* The last to sleep: awake stand-ins sleep here too (5.9). Relaxed: a
    * hint; a wrong guess trims early (a ring grows again) or not at all. */
   uint32_t threads = ws_u32_load(&p->size, ws_relaxed) + ws_u32_load(&p->active, ws_relaxed);
-  if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < threads) {
-    ws_sleep_commit(&p->sleep, e, 0, work_visible, p, bell);
-    return;
-  }
-  if (ws_sleep_commit(&p->sleep, e, IDLE_TRIM_NS, work_visible, p, bell))
-    for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
+  if (!grown || ws_u32_load(&p->sleep.sleepers, ws_relaxed) < threads)
+    return !ws_sleep_commit(&p->sleep, e, 0, work_visible, p, bell);
+  if (!ws_sleep_commit(&p->sleep, e, IDLE_TRIM_NS, work_visible, p, bell)) return true;
+  for (unsigned l = 0; l < WS_LANES; l++) ws_gqueue_trim(&p->gq[l]);
+  return false;
 }
 
 /* How long an idle worker of p polls, in nanoseconds (0: not at all;
@@ -641,10 +641,11 @@ void ws_worker_loop(ws_worker *w) {
     if (ws_u32_load(&w->off, ws_relaxed)) resize_park(w);
     if (w->standin && ws_standin_surplus(p)) standin_park(w);
     ws_task *t = find_work(w, NULL, true, IDLE_VICTIMS);
-    /* A worker that has run no task yet (a new pool, a grow) sleeps
-     * without the poll: the poll waits for the rest of a burst it took
-     * part in, and a new pool of thousands of workers polling at once
-     * would take the CPUs from the threads with work (design.md 5.10). */
+    /* A worker that has run no task and was never woken (a new pool, a
+     * grow) sleeps without the poll: the poll waits for the rest of a
+     * burst it took part in, and a new pool of thousands of workers
+     * polling at once would take the CPUs from the threads with work
+     * (design.md 5.10). */
     if (!t && ran) t = idle_search(w);
     if (t) {
       ran = true;
@@ -669,11 +670,11 @@ void ws_worker_loop(ws_worker *w) {
       if (ran && ws_sleep_nap(&p->sleep, e)) how = last_look(w, &t);
       if (how == LOOK_SLEEP) {
         ws_u32_store(&w->doing, WS_DOING_SLEEP, ws_relaxed);
-        idle_sleep(p, e, bell_of(w));
-        /* Woken: work was published. If others take it first, this
-         * worker polls before it sleeps again, as one that ran a task
-         * does, rather than wait for another wake. */
-        ran = true;
+        /* Woken (not on a timeout, spuriously or to stop): work was
+         * published, and if others take it first this worker polls
+         * before it sleeps again, as one that ran a task does, rather
+         * than wait for another wake (a burst: design.md 5.4). */
+        if (idle_sleep(p, e, bell_of(w)) && !ws_u32_load(&p->stop, ws_relaxed)) ran = true;
       }
       ws_awake_add(1);
       set_asleep(w, WS_BELL_AWAKE);

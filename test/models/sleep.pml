@@ -44,8 +44,8 @@
  * last look follows a seq_cst fence, and a nap (a futex_wait whose timer
  * may fire at any moment) whose timeout runs ws_sleeper_fence, a seq_cst
  * fence plus membarrier, and looks once more (NAP = 0: a worker that has
- * run no task yet, whose prepare runs ws_sleeper_fence and which does not
- * nap); ws_sleep_wake_one
+ * run no task and was never woken, whose prepare runs ws_sleeper_fence
+ * and which does not nap); ws_sleep_wake_one
  * starts with a seq_cst fence; a look fences only when it sees work (look);
  * futex_wait is a full barrier (the kernel's smp_mb before it reads the
  * word). ASYM = 0 (no membarrier): ws_light_fence is a seq_cst fence and
@@ -123,7 +123,7 @@
 #define ASYM 1          /* 1: membarrier works, light fence = compiler fence */
 #endif
 #ifndef NAP
-#define NAP 1           /* 0: a worker that has run no task (no nap) */
+#define NAP 1           /* 0: a worker never used nor woken (no nap) */
 #endif
 #ifndef BELLS
 #define BELLS 0         /* 1: workers sleep on bells (a pool of > 8 workers) */
@@ -304,15 +304,15 @@ inline ring_one() {
        skip
 #else
        if
-       :: asleep[0] && bell[0] != 1 -> asleep[0] = 0
+       :: asleep[0] && bell[0] == 0 -> asleep[0] = 0
 #if NW > 1
-       :: asleep[1] && bell[1] != 1 -> asleep[1] = 0
+       :: asleep[1] && bell[1] == 0 -> asleep[1] = 0
 #endif
 #if NW > 2
-       :: asleep[2] && bell[2] != 1 -> asleep[2] = 0
+       :: asleep[2] && bell[2] == 0 -> asleep[2] = 0
 #endif
 #if NW > 3
-       :: asleep[3] && bell[3] != 1 -> asleep[3] = 0
+       :: asleep[3] && bell[3] == 0 -> asleep[3] = 0
 #endif
        :: else -> skip
        fi
@@ -563,7 +563,7 @@ proctype producer(byte me) {
       * sleepers count as a hint, the epoch's RMW, a ring */
      d_step { rd(me, V_SLEEPERS, r) };
      if
-     :: r != 0 -> d_step { epoch++; r = 0 }; ring_one()
+     :: r != 0 -> d_step { flushall(me); epoch++; r = 0 }; ring_one()
      :: else -> r = 0
      fi;
 #endif

@@ -154,7 +154,7 @@
  * A worker that runs out of work looks again, yielding its CPU between
  * looks, for pool_config_t::idle_poll_us, then sleeps on a futex until work
  * is submitted (no CPU while asleep; one timer, 1 ms after it fell asleep,
- * once it has run a task: docs/design.md 5.3). By default
+ * once it has run a task or been woken: docs/design.md 5.3). By default
  * (POOL_IDLE_POLL_AUTO) it polls 64 rounds, each after a sched_yield()
  * (about 100 us on a free CPU), and stops early beside busy threads: a
  * yield that takes 100 us or more ran another thread on its CPU, and

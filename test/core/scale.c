@@ -11,11 +11,11 @@
  *    deepest wake, in wakes from the submitting thread (ws_sleep_depth: a
  *    ring carries the ringer's depth, so it is exact): for the batch at
  *    most 2 log2(P) + 2 (the submitter rings every sleeper itself, 1; more
- *    only for a worker whose task others took and that slept again,
- *    design.md 5.4); for the single calls printed, not bounded (a tree
- *    whose depth follows the OS's order: docs/scaling.md, "Ramp-up").
- *    With one wake in flight and Go's chain alone it is P. Each task runs
- *    once.
+ *    only for a worker whose task others took and that slept again after
+ *    its poll, design.md 5.4); for the single calls printed, not bounded
+ *    (a tree whose depth follows the OS's order: docs/scaling.md,
+ *    "Ramp-up"). With one wake in flight and Go's chain alone it is P.
+ *    Each task runs once.
  * 1. wake_small: one task into 64 sleeping workers wakes at most two of
  *    them (the producer's wake and the chain's one, 5.4): no herd, five
  *    rounds.

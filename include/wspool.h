@@ -113,7 +113,9 @@
  * initialised before the fork), and pool_destroy() frees its memory (it
  * joins nothing) and returns 0, or ESHUTDOWN and frees nothing if a destroy of it was
  * under way in the parent at the fork. The default pool is not inherited: the child's first
- * NULL-pool call creates a fresh one. A thread that forks from inside a
+ * NULL-pool call creates a fresh one. pool_create() takes no lock of the C
+ * library's loader, so a child can create pools even if another thread was
+ * inside dl_iterate_phdr() at the fork (unwinding an exception, say). A thread that forks from inside a
  * task is not a worker in the child (NULL means the default pool there),
  * and a worker the pool bound to a CPU gets back the CPUs the pool was
  * created with, when it could read them (what the child creates or execs

@@ -349,6 +349,19 @@ static int add_tls(struct dl_phdr_info *info, size_t size, void *ctx) {
   return 0;
 }
 
+/* The static TLS of the modules loaded when the library was (bytes): the
+ * C library sizes a thread's static TLS block at startup (modules opened
+ * later get dynamic TLS, or the block's reserve), and puts it in a given
+ * stack (map_stacks). Summed once, here, never in pool_create: a fork()
+ * child of a parent with a thread inside dl_iterate_phdr (an exception's
+ * unwinder, another pool's creation) inherits the loader's lock held, and
+ * its first pool_create would wait for it forever (test/fault/fork.c,
+ * fork_in_loader). */
+static size_t static_tls;
+__attribute__((constructor)) static void static_tls_init(void) {
+  dl_iterate_phdr(add_tls, &static_tls);
+}
+
 /* The workers' stacks (docs/design.md 10.2): one mapping for the pool,
  * nthreads slots of a guard (the size a thread gets by default) below a
  * stack of cfg.stack_size rounded up to pages, mapped PROT_NONE and made
@@ -361,12 +374,11 @@ static int add_tls(struct dl_phdr_info *info, size_t size, void *ctx) {
  * thread's static TLS, and the sanitizers want 128 KiB beyond theirs (they
  * enlarge a stack the C library allocates, never a given one). */
 static bool map_stacks(struct pool *p, const pthread_attr_t *attr) {
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), guard = 0, tls = 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), guard = 0, tls = static_tls;
   if (pthread_attr_getguardsize(attr, &guard) != 0) guard = page;
   guard = (guard + page - 1) / page * page;
   size_t stack = (p->cfg.stack_size + page - 1) / page * page, slot = stack + guard;
   if (slot < stack || slot > SIZE_MAX / p->nthreads) return false;
-  dl_iterate_phdr(add_tls, &tls);
   if (stack < tls + (256u << 10)) return false;
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #ifdef MAP_STACK

@@ -25,13 +25,20 @@
  * thread creates and destroys traced pools, so a fork may come while the
  * trace lock is held; the child must neither hang nor write to the
  * parent's trace file, which stays a complete JSON array.
+ * The case `fork_in_loader` forks while another thread is inside
+ * dl_iterate_phdr (as an exception's unwinder is): the child, which
+ * inherits the loader's lock held by a thread it does not have, creates,
+ * uses and destroys a pool (it hung in pool_create until the library
+ * stopped calling dl_iterate_phdr there).
  * Skipped (77) under the sanitizers: ThreadSanitizer does not support a
  * multi-threaded parent's child starting threads, and AddressSanitizer's
  * allocator (GCC 12) takes no fork handlers, so a child can block in
  * ASan's own malloc on a lock a parent thread held at fork(). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -278,6 +285,49 @@ static void case_fork_trace(void) {
   unlink(path);
 }
 
+/* fork_in_loader: a thread held inside dl_iterate_phdr's callback. */
+static sem_t in_loader, leave_loader;
+static int loader_cb(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)info;
+  (void)size;
+  (void)ctx;
+  sem_post(&in_loader);
+  while (sem_wait(&leave_loader) != 0) {
+  }
+  return 1;
+}
+static void *loader_thread(void *arg) {
+  (void)arg;
+  dl_iterate_phdr(loader_cb, NULL);
+  return NULL;
+}
+
+static void case_fork_in_loader(void) {
+  CHECK_OK(sem_init(&in_loader, 0, 0));
+  CHECK_OK(sem_init(&leave_loader, 0, 0));
+  pthread_t t;
+  CHECK_OK(pthread_create(&t, NULL, loader_thread, NULL));
+  while (sem_wait(&in_loader) != 0) {
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    in_child = 1;
+    check_watchdog(30); /* alarms are not inherited */
+    pool_t *q = make_pool(2);
+    atomic_store(&ran, 0);
+    for (int i = 0; i < 10; i++) CHECK_OK(pool_submit(q, count, NULL));
+    CHECK_OK(pool_wait_idle(q));
+    CHECK_EQ(atomic_load(&ran), 10);
+    CHECK_OK(pool_destroy(q));
+    exit(0);
+  }
+  CHECK_OK(sem_post(&leave_loader));
+  child_ok(pid, "a child forked with a thread inside dl_iterate_phdr");
+  CHECK_OK(pthread_join(t, NULL));
+}
+
 static const char *skip_reason(void) {
   /* qemu-user asserts in its own code when a multithreaded guest forks
    * (plugins/core.c, cpu-exec.c), before the child runs any of ours. */
@@ -286,5 +336,5 @@ static const char *skip_reason(void) {
   return NULL;
 }
 
-TEST_MAIN_WITH(skip_reason(), NULL, 120, TEST_CASE(fork), TEST_CASE_NAMED(fork_trace),
-               TEST_CASE_NAMED(traced))
+TEST_MAIN_WITH(skip_reason(), NULL, 120, TEST_CASE(fork), TEST_CASE(fork_in_loader),
+               TEST_CASE_NAMED(fork_trace), TEST_CASE_NAMED(traced))

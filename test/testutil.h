@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the C tests: pools, exactly-once flag arrays, a seeded
  * generator, fib, waiting until every worker sleeps, capturing stderr, and
- * fields of /proc/self/status, forked children's ends. */
+ * fields of /proc/self/status, forked children's ends, an atomic maximum. */
 #ifndef WSPOOL_TEST_TESTUTIL_H
 #define WSPOOL_TEST_TESTUTIL_H
 
@@ -247,6 +247,13 @@ static inline long proc_status_field(const char *name) {
   fclose(f);
   CHECK(v >= 0);
   return v;
+}
+
+/* *m = max(*m, v), atomically. */
+static inline void atomic_max_u(atomic_uint *m, unsigned v) {
+  unsigned cur = atomic_load(m);
+  while (v > cur && !atomic_compare_exchange_weak(m, &cur, v)) {
+  }
 }
 
 /* Waits for the forked child `pid` and returns its exit code; a child

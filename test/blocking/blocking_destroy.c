@@ -95,7 +95,7 @@ static unsigned pk_k;
 static void pk_task(void *arg) {
   (void)arg;
   CHECK_OK(pool_blocking_begin());
-  occ_max(&pk_peak, atomic_fetch_add(&pk_inside, 1) + 1);
+  atomic_max_u(&pk_peak, atomic_fetch_add(&pk_inside, 1) + 1);
   if (!wait_at_least(&pk_peak, pk_k)) FAIL("never %u tasks inside regions at once\n", pk_k);
   atomic_fetch_sub(&pk_inside, 1);
   CHECK_OK(pool_blocking_end());

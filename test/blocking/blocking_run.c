@@ -71,7 +71,7 @@ static void conc_task(void *arg) {
   atomic_fetch_add(&cs->ran[i], 1);
   int id = occ_enter(&cs->occ);
   CHECK_OK(pool_blocking_begin());
-  occ_max(&cs->peak, atomic_fetch_add(&cs->inside, 1) + 1);
+  atomic_max_u(&cs->peak, atomic_fetch_add(&cs->inside, 1) + 1);
   /* The most at once only grows: no moment is missed between two looks. */
   if (!wait_at_least(&cs->peak, cs->k))
     FAIL("at most %u tasks inside regions at once, never %u (workers %u, limit %u)\n",

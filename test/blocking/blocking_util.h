@@ -70,12 +70,6 @@ typedef struct occupancy {
   atomic_uint all, standins, max_all, max_standins;
 } occupancy;
 
-static inline void occ_max(atomic_uint *m, unsigned v) {
-  unsigned cur = atomic_load(m);
-  while (v > cur && !atomic_compare_exchange_weak(m, &cur, v)) {
-  }
-}
-
 /* The task's thread, checked: a worker, or a stand-in of an id below
  * nthreads + limit (stand-ins are numbered from nthreads, and no more than
  * `limit` are ever started: one starts only when every one is awake). */
@@ -87,10 +81,10 @@ static inline int occ_enter(occupancy *o) {
     FAIL("a task ran on worker id %d; the pool has %u workers and at most %u stand-ins\n", id,
          o->nthreads, o->limit);
   if (occ_depth_++ > 0) return id;
-  occ_max(&o->max_all, atomic_fetch_add(&o->all, 1) + 1);
+  atomic_max_u(&o->max_all, atomic_fetch_add(&o->all, 1) + 1);
   if ((unsigned)id >= o->nthreads) {
     unsigned s = atomic_fetch_add(&o->standins, 1) + 1;
-    occ_max(&o->max_standins, s);
+    atomic_max_u(&o->max_standins, s);
     if (s > o->limit) FAIL("%u stand-ins run tasks at once; the limit is %u\n", s, o->limit);
   }
   return id;

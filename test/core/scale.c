@@ -129,9 +129,7 @@ static void ramp_task(void *arg) {
   atomic_fetch_add(&R.ran[(uintptr_t)arg], 1);
   unsigned id = (unsigned)pool_worker_id();
   CHECK(id < R.workers);
-  unsigned d = ws_sleep_depth(), m = atomic_load(&R.max_depth);
-  while (d > m && !atomic_compare_exchange_weak(&R.max_depth, &m, d)) {
-  }
+  atomic_max_u(&R.max_depth, ws_sleep_depth());
   if (!atomic_exchange(&R.seen[id], 1)) atomic_fetch_add(&R.distinct, 1);
   /* Hold this worker until every worker has run a task: all P must be
    * woken, and the last to start ends the ramp. */
